@@ -1,0 +1,1 @@
+"""Pure rules of taskgate: models, the lifecycle table, permissions, error codes. No I/O."""

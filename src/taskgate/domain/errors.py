@@ -1,0 +1,71 @@
+"""Stable error codes. Clients (agents, the board, the CLI) branch on `code`, never on text."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    NOT_FOUND = "E_NOT_FOUND"
+    WRONG_STATE = "E_WRONG_STATE"
+    STALE_CLAIM = "E_STALE_CLAIM"
+    SELF_ACCEPT = "E_SELF_ACCEPT"
+    SELF_VERIFY = "E_SELF_VERIFY"
+    FORBIDDEN = "E_FORBIDDEN"
+    IDENTITY_MISMATCH = "E_IDENTITY_MISMATCH"
+    VALIDATION = "E_VALIDATION"
+    EMPTY_CRITERIA = "E_EMPTY_CRITERIA"
+    CONFLICT = "E_CONFLICT"
+    NOTHING_READY = "E_NOTHING_READY"
+    UNAUTHORIZED = "E_UNAUTHORIZED"
+
+
+# What a caller should do next; shown to agents so a model can recover without a human.
+HINTS: dict[ErrorCode, str] = {
+    ErrorCode.NOT_FOUND: "Check the id; list_tasks / list_specs / list_projects show what exists.",
+    ErrorCode.WRONG_STATE: "Re-read the task (get_task) and act on its current status.",
+    ErrorCode.STALE_CLAIM: "Your claim ended (released, expired, failed or submitted). Stop work on it; "
+    "claim a task again with claim_task if you should continue.",
+    ErrorCode.SELF_ACCEPT: "Work cannot be accepted by the credential that claimed or submitted it. "
+    "Ask a human to accept it on the board.",
+    ErrorCode.SELF_VERIFY: "A verifier may not verify work submitted under its own credential.",
+    ErrorCode.FORBIDDEN: "This action needs another role or a human; ask a human on the board.",
+    ErrorCode.IDENTITY_MISMATCH: "Your identity comes from your key; omit the argument or pass your own id.",
+    ErrorCode.VALIDATION: "Fix the arguments as the message says and call again.",
+    ErrorCode.EMPTY_CRITERIA: "Give at least one non-empty acceptance criterion, or link an approved spec.",
+    ErrorCode.CONFLICT: "Someone changed this at the same time; re-read and try again.",
+    ErrorCode.NOTHING_READY: "No task is ready right now; try again later or ask for new tasks.",
+    ErrorCode.UNAUTHORIZED: "Send a valid key as 'Authorization: Bearer <key>'.",
+}
+
+
+class TaskgateError(Exception):
+    """A refusal with a stable code. Raised by rules and services; never means a partial write."""
+
+    def __init__(self, code: ErrorCode, message: str, *, current_status: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.current_status = current_status
+
+    @property
+    def hint(self) -> str:
+        return HINTS[self.code]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code.value, "message": self.message}
+        if self.current_status is not None:
+            out["current_status"] = self.current_status
+        return out
+
+    def __repr__(self) -> str:
+        return f"TaskgateError({self.code.value}, {self.message!r})"
+
+
+def not_found(what: str) -> TaskgateError:
+    return TaskgateError(ErrorCode.NOT_FOUND, f"{what} not found")
+
+
+def invalid(message: str) -> TaskgateError:
+    return TaskgateError(ErrorCode.VALIDATION, message)

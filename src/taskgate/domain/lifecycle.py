@@ -1,0 +1,153 @@
+"""The task lifecycle of DESIGN.md section 3, as one table of data.
+
+Services never decide a move with their own ifs: they ask `find_move` for the row that
+matches (status, action) and `apply_move` for the task it produces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.models import Status
+
+
+class Action(StrEnum):
+    CREATE_DRAFT = "create_draft"
+    CREATE_BLOCKED = "create_blocked"
+    CREATE_READY = "create_ready"
+    SPEC_APPROVED = "spec_approved"
+    SPEC_APPROVED_BLOCKED = "spec_approved_blocked"
+    CLAIM = "claim"
+    RELEASE = "release"
+    FAIL_OTHER = "fail_other"
+    EXPIRE = "expire"
+    FAIL_DEPENDENCY = "fail_dependency"
+    ESCALATE = "escalate"
+    FAIL_SPEC_GAP = "fail_spec_gap"
+    FAIL_DESIGN_CONFLICT = "fail_design_conflict"
+    SUBMIT = "submit"
+    ACCEPT = "accept"
+    VERIFY_PASS = "verify_pass"
+    VERIFY_FAIL = "verify_fail"
+    VERIFY_ERROR = "verify_error"
+    REOPEN = "reopen"
+    BLOCKERS_DONE = "blockers_done"
+    REQUEUE = "requeue"
+    BLOCK = "block"
+    REVISE_SPEC = "revise_spec"
+    REVERIFY = "reverify"
+    CANCEL = "cancel"
+
+
+class Who(StrEnum):
+    CREATOR = "creator"  # agent or human creating
+    SYSTEM = "system"  # a cascade inside the server
+    HOLDER = "holder"  # the agent holding the claim
+    AGENT = "agent"
+    HUMAN = "human"
+    SWEEPER = "sweeper"  # lease expiry, on any access or by the sweeper
+    SERVER = "server"  # verification outcome decided by the server
+
+
+class Guard(StrEnum):
+    VERIFICATION_OFF = "verification_off"
+    VERIFICATION_ON = "verification_on"
+
+
+@dataclass(frozen=True)
+class Move:
+    source: Status | None  # None: a new task
+    action: Action
+    target: Status
+    who: Who
+    uses_attempt: bool = False
+    guard: Guard | None = None
+
+
+S = Status
+A = Action
+
+_ROWS: list[Move] = [
+    Move(None, A.CREATE_DRAFT, S.BACKLOG, Who.CREATOR),
+    Move(None, A.CREATE_BLOCKED, S.BLOCKED, Who.CREATOR),
+    Move(None, A.CREATE_READY, S.READY, Who.CREATOR),
+    Move(S.BACKLOG, A.SPEC_APPROVED, S.READY, Who.SYSTEM),
+    # Not in DESIGN.md's table: a backlog task whose spec is approved while its blockers are
+    # still open has to wait somewhere the "blockers done" cascade will find it.
+    Move(S.BACKLOG, A.SPEC_APPROVED_BLOCKED, S.BLOCKED, Who.SYSTEM),
+    Move(S.READY, A.CLAIM, S.CLAIMED, Who.AGENT),
+    Move(S.CLAIMED, A.RELEASE, S.READY, Who.HOLDER),
+    Move(S.CLAIMED, A.FAIL_OTHER, S.READY, Who.HOLDER, uses_attempt=True),
+    Move(S.CLAIMED, A.EXPIRE, S.READY, Who.SWEEPER, uses_attempt=True),
+    Move(S.CLAIMED, A.FAIL_DEPENDENCY, S.BLOCKED, Who.HOLDER, uses_attempt=True),
+    Move(S.CLAIMED, A.ESCALATE, S.NEEDS_HUMAN, Who.HOLDER),
+    Move(S.CLAIMED, A.FAIL_SPEC_GAP, S.NEEDS_HUMAN, Who.HOLDER, uses_attempt=True),
+    Move(S.CLAIMED, A.FAIL_DESIGN_CONFLICT, S.NEEDS_HUMAN, Who.HOLDER, uses_attempt=True),
+    Move(S.CLAIMED, A.SUBMIT, S.NEEDS_VERIFICATION, Who.HOLDER),
+    Move(S.NEEDS_VERIFICATION, A.ACCEPT, S.DONE, Who.HUMAN, guard=Guard.VERIFICATION_OFF),
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_PASS, S.VERIFIED, Who.SERVER, guard=Guard.VERIFICATION_ON),
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_FAIL, S.READY, Who.SERVER, uses_attempt=True),
+    Move(S.NEEDS_VERIFICATION, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True, guard=Guard.VERIFICATION_OFF),
+    # An error keeps the task waiting; the third in a row sends it to needs_human (see apply_move).
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_ERROR, S.NEEDS_VERIFICATION, Who.SERVER),
+    Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
+    Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
+    Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
+    Move(S.NEEDS_HUMAN, A.REQUEUE, S.READY, Who.HUMAN),
+    Move(S.NEEDS_HUMAN, A.BLOCK, S.BLOCKED, Who.HUMAN),
+    Move(S.NEEDS_HUMAN, A.REVISE_SPEC, S.BACKLOG, Who.HUMAN),
+    Move(S.NEEDS_HUMAN, A.REVERIFY, S.NEEDS_VERIFICATION, Who.HUMAN),
+    *[Move(s, A.CANCEL, S.CANCELLED, Who.HUMAN) for s in Status if s not in (S.DONE, S.CANCELLED)],
+    Move(S.DONE, A.REOPEN, S.READY, Who.HUMAN),
+]
+
+TABLE: tuple[Move, ...] = tuple(_ROWS)
+VERIFIER_ERRORS_TO_NEEDS_HUMAN = 3
+
+
+def find_move(source: Status | None, action: Action, *, verification_on: bool = False) -> Move:
+    """The row for (status, action), or E_WRONG_STATE. Guards select among rows, never add any."""
+    candidates = [m for m in TABLE if m.source == source and m.action == action]
+    if not candidates:
+        where = source.value if source else "(new)"
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"cannot {action.value.replace('_', ' ')} a task in status {where}",
+            current_status=source.value if source else None,
+        )
+    for move in candidates:
+        if move.guard is None:
+            return move
+        if move.guard is Guard.VERIFICATION_OFF and not verification_on:
+            return move
+        if move.guard is Guard.VERIFICATION_ON and verification_on:
+            return move
+    state = "on" if verification_on else "off"
+    raise TaskgateError(
+        ErrorCode.WRONG_STATE,
+        f"cannot {action.value.replace('_', ' ')} a task in status {source.value if source else '(new)'} "
+        f"while verification is {state}",
+        current_status=source.value if source else None,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a move lands once the attempt and error rules are applied."""
+
+    target: Status
+    attempts_used: int
+    verifier_errors_in_row: int
+    exhausted: bool = False
+
+
+def land(move: Move, *, attempts_used: int, max_attempts: int, verifier_errors_in_row: int) -> Outcome:
+    used = attempts_used + (1 if move.uses_attempt else 0)
+    errors = verifier_errors_in_row + 1 if move.action is Action.VERIFY_ERROR else 0
+    if move.action is Action.VERIFY_ERROR and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
+        return Outcome(Status.NEEDS_HUMAN, used, errors)
+    if move.target is Status.READY and move.uses_attempt and used >= max_attempts:
+        return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
+    return Outcome(move.target, used, errors)

@@ -1,0 +1,322 @@
+"""The records taskgate keeps. Pydantic models: validation at the edge, plain data inside."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+ACTOR_RE = re.compile(r"^(human|agent):[a-z0-9][a-z0-9._-]{0,63}$")
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_LEASE_MINUTES = 30
+MAX_LEASE_MINUTES = 120
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class Status(StrEnum):
+    BACKLOG = "backlog"
+    READY = "ready"
+    CLAIMED = "claimed"
+    NEEDS_VERIFICATION = "needs_verification"
+    VERIFIED = "verified"
+    DONE = "done"
+    BLOCKED = "blocked"
+    NEEDS_HUMAN = "needs_human"
+    CANCELLED = "cancelled"
+
+
+OPEN_STATUSES = frozenset(Status) - {Status.DONE, Status.CANCELLED}
+
+
+class Risk(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class CriterionKind(StrEnum):
+    TEST = "test"
+    COMMAND = "command"
+    REVIEW = "review"
+
+
+class Phase(StrEnum):
+    IMPLEMENTING = "implementing"
+    TESTING = "testing"
+    FIXING = "fixing"
+
+
+class FailureKind(StrEnum):
+    DEPENDENCY = "dependency"
+    SPEC_GAP = "spec_gap"
+    DESIGN_CONFLICT = "design_conflict"
+    OTHER = "other"
+
+
+class SelfReport(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_RUN = "not_run"
+
+
+class Criterion(Record):
+    id: str
+    text: NonEmpty
+    kind: CriterionKind = CriterionKind.REVIEW
+    verify_ref: str | None = None
+
+    @field_validator("verify_ref")
+    @classmethod
+    def _strip(cls, v: str | None) -> str | None:
+        return v.strip() or None if v is not None else None
+
+    def needs_ref(self) -> bool:
+        return self.kind in (CriterionKind.TEST, CriterionKind.COMMAND)
+
+
+class CriterionInput(Record):
+    """A criterion as a caller writes it; the id is assigned by the server."""
+
+    text: NonEmpty
+    kind: CriterionKind = CriterionKind.REVIEW
+    verify_ref: str | None = None
+
+
+class ExecutionDefaults(Record):
+    verification_commands: list[str] = Field(default_factory=list)
+    conventions: list[str] = Field(default_factory=list)
+
+
+class Project(Record):
+    name: str
+    repo: str = ""
+    description: str = ""
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    lease_minutes: int = DEFAULT_LEASE_MINUTES
+    verification_on: bool = False
+    execution_defaults: ExecutionDefaults = Field(default_factory=ExecutionDefaults)
+    created_by: str
+    created_at: datetime
+    next_task: int = 1
+    next_spec: int = 1
+    next_decision: int = 1
+
+
+class SpecStatus(StrEnum):
+    DRAFT = "draft"
+    APPROVED = "approved"
+
+
+class Spec(Record):
+    id: str  # SPEC-<n>
+    project: str
+    number: int
+    title: NonEmpty
+    body: str = ""
+    risk: Risk = Risk.LOW
+    criteria: list[Criterion]
+    status: SpecStatus = SpecStatus.DRAFT
+    revision: int = 1
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+    approved_as_human: bool = False  # a human (or a delegated human) approved, not only an architect agent
+
+
+class Claim(Record):
+    token_hash: str
+    actor: str
+    credential_id: str
+    attempt: int
+    claimed_at: datetime
+    expires_at: datetime
+    lease_minutes: int
+    phase: Phase = Phase.IMPLEMENTING
+    last_heartbeat_at: datetime | None = None
+
+
+class Submission(Record):
+    commit_sha: str
+    evidence: str
+    self_report: dict[str, SelfReport] = Field(default_factory=dict)
+    actor: str
+    credential_id: str
+    submitted_at: datetime
+
+
+class AttemptEnding(StrEnum):
+    RELEASED = "released"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    ESCALATED = "escalated"
+    SUBMITTED = "submitted"
+    CANCELLED = "cancelled"
+
+
+class Attempt(Record):
+    """One claim of a task, start to end. Once `ended_at` is set the record is frozen."""
+
+    number: int
+    actor: str
+    credential_id: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    ending: AttemptEnding | None = None
+    used: bool = False  # counted toward max_attempts
+    failure_kind: FailureKind | None = None
+    findings: list[str] = Field(default_factory=list)
+    learned: str | None = None
+    submission: Submission | None = None
+
+
+class FindingSource(StrEnum):
+    VERIFIER = "verifier"
+    HUMAN = "human"
+
+
+class Finding(Record):
+    """A verdict that came after an attempt ended (a failed verification, a reopen)."""
+
+    attempt: int | None
+    source: FindingSource
+    by: str
+    at: datetime
+    summary: str
+    details: list[str] = Field(default_factory=list)
+    self_report_mismatch: list[str] = Field(default_factory=list)
+
+
+class Task(Record):
+    id: str  # <project>-<n>
+    project: str
+    number: int
+    title: NonEmpty
+    description: str = ""
+    status: Status
+    priority: int = 0  # higher is claimed first
+    risk: Risk = Risk.LOW
+    spec_id: str | None = None
+    spec_criteria: list[str] = Field(default_factory=list)  # ids of the spec's criteria this task holds
+    criteria: list[Criterion] = Field(default_factory=list)  # criteria of its own
+    blocked_by: list[str] = Field(default_factory=list)
+    verification_commands: list[str] | None = None  # overrides project defaults in the brief
+    max_attempts: int | None = None
+    attempts_used: int = 0
+    attempts: list[Attempt] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    claim: Claim | None = None
+    verifier_errors_in_row: int = 0
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    status_changed_at: datetime
+    version: int = 0  # the store's version of this item; not trusted from input
+
+    def effective_max_attempts(self, project: Project) -> int:
+        return self.max_attempts if self.max_attempts is not None else project.max_attempts
+
+    def current_attempt(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def last_submission(self) -> Submission | None:
+        for attempt in reversed(self.attempts):
+            if attempt.submission is not None:
+                return attempt.submission
+        return None
+
+
+class HistoryEvent(Record):
+    task_id: str | None = None
+    project: str
+    at: datetime
+    actor: str
+    credential_id: str | None = None
+    on_behalf_of: str | None = None
+    action: str
+    from_status: Status | None = None
+    to_status: Status | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Decision(Record):
+    id: str  # DEC-<n>
+    project: str
+    number: int
+    title: NonEmpty
+    body: str = ""
+    spec_id: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    created_by: str
+    created_at: datetime
+
+
+class Note(Record):
+    id: str
+    task_id: str
+    project: str
+    author: str
+    body: NonEmpty
+    at: datetime
+
+
+class CredentialKind(StrEnum):
+    AGENT = "agent"
+    VERIFIER = "verifier"
+
+
+class AgentRole(StrEnum):
+    EXECUTOR = "executor"
+    ARCHITECT = "architect"
+
+
+class VerifierKind(StrEnum):
+    LOCAL = "local"
+    REVIEWER = "reviewer"
+
+
+class Credential(Record):
+    """A minted key. Only the hash of the secret is kept."""
+
+    id: str
+    kind: CredentialKind
+    name: str  # agent name, or a label for a verifier
+    role: AgentRole | None = None
+    verifier_kind: VerifierKind | None = None
+    projects: list[str] = Field(default_factory=list)  # empty: every project
+    delegations: list[str] = Field(default_factory=list)  # human:<name> this key may act for
+    key_hash: str
+    created_by: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+
+RunStatus = Literal["running", "passed", "failed", "error", "superseded"]
+
+
+class VerificationRun(Record):
+    id: str
+    task_id: str
+    project: str
+    attempt: int
+    commit_sha: str
+    credential_id: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    status: RunStatus = "running"
+    summary: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""The Store port and its adapters (SQLite, DynamoDB)."""

@@ -1,0 +1,244 @@
+"""SQLite adapter: one file, WAL, every commit inside BEGIN IMMEDIATE.
+
+Items live in one table with the same key shapes as the DynamoDB table; the three indexes
+are columns with SQL indexes on them. Each thread gets its own connection; writers queue on
+SQLite's lock (busy_timeout), so a commit either applies whole or raises ConflictError.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from taskgate.domain.errors import invalid
+from taskgate.store import cursor as cursors
+from taskgate.store.port import ConflictError, Delete, Item, Op, Page, Put, key_of, validate_ops
+from taskgate.store.schema import IndexName
+
+_INDEX_COLS: dict[IndexName, tuple[str, str]] = {
+    IndexName.QUEUE: ("gsi1pk", "gsi1sk"),
+    IndexName.LEASE: ("gsi2pk", "gsi2sk"),
+    IndexName.LOOKUP: ("gsi3pk", "gsi3sk"),
+}
+
+
+def _migration_1(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE items (
+            pk TEXT NOT NULL, sk TEXT NOT NULL, version INTEGER NOT NULL CHECK (version >= 1),
+            data TEXT NOT NULL,
+            gsi1pk TEXT, gsi1sk TEXT, gsi2pk TEXT, gsi2sk TEXT, gsi3pk TEXT, gsi3sk TEXT,
+            PRIMARY KEY (pk, sk)) WITHOUT ROWID"""
+    )
+    for ipk, isk in _INDEX_COLS.values():
+        db.execute(f"CREATE INDEX idx_{ipk} ON items ({ipk}, {isk}, pk, sk) WHERE {ipk} IS NOT NULL")
+
+
+# Versioned schema migrations: index i migrates user_version i -> i + 1. Append, never edit.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migration_1]
+
+
+class SQLiteStore:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = str(path)
+        self._busy_timeout_s = busy_timeout_s
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._migrate()
+
+    # -- connections -------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(
+                self.path, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL survives a process crash or kill; only an OS crash can lose the tail.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            self._local.db = db
+            with self._all_lock:
+                self._all.append(db)
+        return db
+
+    def _migrate(self) -> None:
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+            if current > len(MIGRATIONS):
+                raise RuntimeError(
+                    f"database schema {current} is newer than this taskgate ({len(MIGRATIONS)})"
+                )
+            for number in range(current, len(MIGRATIONS)):
+                MIGRATIONS[number](db)
+                db.execute(f"PRAGMA user_version = {number + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        with self._all_lock:
+            for db in self._all:
+                db.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
+        pk, sk, version, data, g1p, g1s, g2p, g2s, g3p, g3s = row
+        indexes: dict[IndexName, tuple[str, str]] = {}
+        for name, (ipk, isk) in zip(_INDEX_COLS, ((g1p, g1s), (g2p, g2s), (g3p, g3s)), strict=True):
+            if ipk is not None:
+                indexes[name] = (ipk, isk)
+        return Item(pk, sk, json.loads(data), version, indexes)
+
+    _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, gsi3pk, gsi3sk"
+
+    def get(self, pk: str, sk: str) -> Item | None:
+        row = (
+            self._conn()
+            .execute(f"SELECT {self._COLS} FROM items WHERE pk = ? AND sk = ?", (pk, sk))
+            .fetchone()
+        )
+        return self._item(row) if row else None
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
+        found = {}
+        db = self._conn()
+        for pk, sk in keys:
+            row = db.execute(f"SELECT {self._COLS} FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
+            if row:
+                found[(pk, sk)] = self._item(row)
+        return [found[k] for k in keys if k in found]
+
+    def query(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str = "",
+        limit: int = 50,
+        cursor: str | None = None,
+        descending: bool = False,
+    ) -> Page:
+        _check_limit(limit)
+        where = ["pk = ?", "sk >= ?", "sk < ?"]
+        args: list[Any] = [pk, sk_prefix, _prefix_end(sk_prefix)]
+        if cursor:
+            last = cursors.decode(cursor).get("sk")
+            if not isinstance(last, str):
+                raise invalid("cursor is not one this server returned")
+            where.append("sk < ?" if descending else "sk > ?")
+            args.append(last)
+        order = "DESC" if descending else "ASC"
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {self._COLS} FROM items WHERE {' AND '.join(where)} ORDER BY sk {order} LIMIT ?",
+                (*args, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [self._item(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return Page(items, cursors.encode({"sk": items[-1].sk}) if more else None)
+
+    def query_index(
+        self,
+        index: IndexName,
+        pk: str,
+        *,
+        sk_prefix: str = "",
+        sk_lt: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        descending: bool = False,
+    ) -> Page:
+        _check_limit(limit)
+        ipk, isk = _INDEX_COLS[index]
+        where = [f"{ipk} = ?", f"{isk} >= ?", f"{isk} < ?"]
+        args: list[Any] = [pk, sk_prefix, _prefix_end(sk_prefix)]
+        if sk_lt is not None:
+            where.append(f"{isk} < ?")
+            args.append(sk_lt)
+        if cursor:
+            pos = cursors.decode(cursor)
+            try:
+                last = (str(pos["isk"]), str(pos["pk"]), str(pos["sk"]))
+            except KeyError as exc:
+                raise invalid("cursor is not one this server returned") from exc
+            cmp = "<" if descending else ">"
+            where.append(f"({isk}, pk, sk) {cmp} (?, ?, ?)")
+            args.extend(last)
+        order = "DESC" if descending else "ASC"
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {self._COLS} FROM items WHERE {' AND '.join(where)} "
+                f"ORDER BY {isk} {order}, pk {order}, sk {order} LIMIT ?",
+                (*args, limit + 1),
+            )
+            .fetchall()
+        )
+        items = [self._item(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        next_cursor = None
+        if more:
+            last_item = items[-1]
+            next_cursor = cursors.encode(
+                {"isk": last_item.indexes[index][1], "pk": last_item.pk, "sk": last_item.sk}
+            )
+        return Page(items, next_cursor)
+
+    # -- the one write primitive -------------------------------------------------------------
+
+    def commit(self, ops: Sequence[Op]) -> None:
+        validate_ops(ops)
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            failed = []
+            for op in ops:
+                pk, sk = key_of(op)
+                row = db.execute("SELECT version FROM items WHERE pk = ? AND sk = ?", (pk, sk)).fetchone()
+                if (row[0] if row else None) != op.expected_version:
+                    failed.append((pk, sk))
+            if failed:
+                raise ConflictError(failed)
+            for op in ops:
+                if isinstance(op, Put):
+                    it = op.item
+                    cols: list[str | None] = []
+                    for name in _INDEX_COLS:
+                        cols.extend(it.indexes.get(name, (None, None)))
+                    db.execute(
+                        "INSERT OR REPLACE INTO items (pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, "
+                        "gsi3pk, gsi3sk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (it.pk, it.sk, it.version, json.dumps(it.data, separators=(",", ":")), *cols),
+                    )
+                elif isinstance(op, Delete):
+                    db.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (op.pk, op.sk))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _check_limit(limit: int) -> None:
+    if not 1 <= limit <= 1000:
+        raise invalid("limit must be between 1 and 1000")
+
+
+def _prefix_end(prefix: str) -> str:
+    """The smallest string greater than every string starting with prefix."""
+    return prefix + "\U0010ffff" if prefix else "\U0010ffff"
