@@ -1,1 +1,1 @@
-
+"""Principals from credentials: key minting, hashing, token checks."""

@@ -87,7 +87,9 @@ _ROWS: list[Move] = [
     Move(S.CLAIMED, A.FAIL_DESIGN_CONFLICT, S.NEEDS_HUMAN, Who.HOLDER, uses_attempt=True),
     Move(S.CLAIMED, A.SUBMIT, S.NEEDS_VERIFICATION, Who.HOLDER),
     Move(S.NEEDS_VERIFICATION, A.ACCEPT, S.DONE, Who.HUMAN, guard=Guard.VERIFICATION_OFF),
-    Move(S.NEEDS_VERIFICATION, A.VERIFY_PASS, S.VERIFIED, Who.SERVER, guard=Guard.VERIFICATION_ON),
+    # No guard: a run can only start while verification is on, and its pass stays valid evidence
+    # if the switch goes off before it finishes (a verified task stays acceptable).
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_PASS, S.VERIFIED, Who.SERVER),
     Move(S.NEEDS_VERIFICATION, A.VERIFY_FAIL, S.READY, Who.SERVER, uses_attempt=True),
     Move(S.NEEDS_VERIFICATION, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True, guard=Guard.VERIFICATION_OFF),
     # An error keeps the task waiting; the third in a row sends it to needs_human (see apply_move).

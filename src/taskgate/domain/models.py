@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from taskgate.domain.verifier_config import VerifierConfig
+
 PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 ACTOR_RE = re.compile(r"^(human|agent):[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -106,11 +108,10 @@ class Project(Record):
     lease_minutes: int = DEFAULT_LEASE_MINUTES
     verification_on: bool = False
     execution_defaults: ExecutionDefaults = Field(default_factory=ExecutionDefaults)
+    verifier_config: VerifierConfig | None = None
     created_by: str
     created_at: datetime
-    next_task: int = 1
-    next_spec: int = 1
-    next_decision: int = 1
+    version: int = 0
 
 
 class SpecStatus(StrEnum):
@@ -134,6 +135,7 @@ class Spec(Record):
     approved_by: str | None = None
     approved_at: datetime | None = None
     approved_as_human: bool = False  # a human (or a delegated human) approved, not only an architect agent
+    version: int = 0
 
 
 class Claim(Record):
@@ -218,6 +220,7 @@ class Task(Record):
     attempts: list[Attempt] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     claim: Claim | None = None
+    live_run: str | None = None
     verifier_errors_in_row: int = 0
     created_by: str
     created_at: datetime
@@ -240,6 +243,7 @@ class Task(Record):
 
 class HistoryEvent(Record):
     task_id: str | None = None
+    seq: int = 0  # for a task event: the task version this event was committed with
     project: str
     at: datetime
     actor: str
@@ -262,6 +266,7 @@ class Decision(Record):
     superseded_by: str | None = None
     created_by: str
     created_at: datetime
+    version: int = 0
 
 
 class Note(Record):
@@ -303,6 +308,14 @@ class Credential(Record):
     created_at: datetime
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    version: int = 0
+
+    @property
+    def live(self) -> bool:
+        return self.revoked_at is None
+
+    def covers(self, project: str) -> bool:
+        return not self.projects or project in self.projects
 
 
 RunStatus = Literal["running", "passed", "failed", "error", "superseded"]
@@ -319,4 +332,6 @@ class VerificationRun(Record):
     finished_at: datetime | None = None
     status: RunStatus = "running"
     summary: str = ""
+    checks: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
+    version: int = 0

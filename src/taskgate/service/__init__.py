@@ -1,1 +1,1 @@
-
+"""Use cases: load -> decide (domain) -> commit one atomic change (store)."""

@@ -1,0 +1,32 @@
+"""Minting and hashing secrets (agent and verifier keys, claim tokens).
+
+Secrets are 192 random bits, so a plain SHA-256 is the right hash: there is nothing to
+brute-force, and the lookup by hash must be deterministic (a salted KDF would not be).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+AGENT_PREFIX = "tga_"
+VERIFIER_PREFIX = "tgv_"
+CLAIM_PREFIX = "tgc_"
+ADMIN_PREFIX = "tgh_"
+
+
+def mint(prefix: str) -> str:
+    return prefix + secrets.token_urlsafe(24)
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def matches(secret: str, stored_hash: str) -> bool:
+    return hmac.compare_digest(digest(secret), stored_hash)
+
+
+def new_id(prefix: str) -> str:
+    return prefix + secrets.token_hex(6)

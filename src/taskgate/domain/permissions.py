@@ -1,0 +1,116 @@
+"""Which principal may take which action, as one table (DESIGN.md section 2)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.models import AgentRole, Risk, VerifierKind
+from taskgate.domain.principals import Acting, PrincipalKind
+
+
+class Op(StrEnum):
+    READ = "read"
+    CREATE_PROJECT = "create_project"
+    UPDATE_PROJECT = "update_project"
+    CREATE_SPEC = "create_spec"
+    UPDATE_SPEC = "update_spec"
+    APPROVE_SPEC = "approve_spec"
+    REVISE_SPEC = "revise_spec"
+    CREATE_TASK = "create_task"
+    UPDATE_TASK = "update_task"
+    CLAIM = "claim"
+    WORK = "work"  # heartbeat, release, report_failure, escalate, submit: also needs the claim token
+    ACCEPT = "accept"
+    REOPEN = "reopen"
+    CANCEL = "cancel"
+    RESOLVE = "resolve"
+    LOG_DECISION = "log_decision"
+    ADD_NOTE = "add_note"
+    SET_EXECUTION_DEFAULTS = "set_execution_defaults"
+    SET_VERIFICATION = "set_verification"
+    SET_VERIFIER_CONFIG = "set_verifier_config"
+    MANAGE_KEYS = "manage_keys"
+    VERIFY = "verify"  # local verifier: start and finish runs
+    REVIEW = "review"  # reviewer verifier: judge review criteria
+
+
+class Role(StrEnum):
+    HUMAN = "human"  # a human, or an agent acting on_behalf_of a human who delegated to its key
+    AGENT = "agent"  # any agent key
+    ARCHITECT = "architect"  # an agent key with the architect role
+    LOCAL_VERIFIER = "local_verifier"
+    REVIEWER = "reviewer"
+
+
+H, AG, AR, LV, RV = Role.HUMAN, Role.AGENT, Role.ARCHITECT, Role.LOCAL_VERIFIER, Role.REVIEWER
+
+RULES: dict[Op, frozenset[Role]] = {
+    Op.READ: frozenset({H, AG, AR, LV, RV}),
+    Op.CREATE_PROJECT: frozenset({H}),
+    Op.UPDATE_PROJECT: frozenset({H}),
+    Op.CREATE_SPEC: frozenset({H, AG}),
+    Op.UPDATE_SPEC: frozenset({H, AG}),
+    Op.APPROVE_SPEC: frozenset({H, AR}),  # architect: low risk only (see authorize)
+    Op.REVISE_SPEC: frozenset({H}),
+    Op.CREATE_TASK: frozenset({H, AG}),
+    Op.UPDATE_TASK: frozenset({H, AG}),
+    Op.CLAIM: frozenset({AG}),
+    Op.WORK: frozenset({AG}),
+    Op.ACCEPT: frozenset({H}),  # a delegated agent: low risk only (see authorize)
+    Op.REOPEN: frozenset({H}),
+    Op.CANCEL: frozenset({H}),
+    Op.RESOLVE: frozenset({H}),
+    Op.LOG_DECISION: frozenset({H, AG}),
+    Op.ADD_NOTE: frozenset({H, AG}),
+    Op.SET_EXECUTION_DEFAULTS: frozenset({H, AG}),
+    Op.SET_VERIFICATION: frozenset({H}),
+    Op.SET_VERIFIER_CONFIG: frozenset({H}),
+    Op.MANAGE_KEYS: frozenset({H}),
+    Op.VERIFY: frozenset({LV}),
+    Op.REVIEW: frozenset({RV}),
+}
+
+# Ops a delegated agent may not take with the human's permissions: the human-only switches
+# of the seeds must be made by the human on the board, never from an agent's chat.
+BOARD_ONLY = frozenset({Op.SET_VERIFICATION, Op.SET_VERIFIER_CONFIG, Op.MANAGE_KEYS})
+
+
+def roles_of(acting: Acting) -> frozenset[Role]:
+    p = acting.principal
+    if p.kind is PrincipalKind.HUMAN:
+        return frozenset({H})
+    if p.kind is PrincipalKind.VERIFIER:
+        return frozenset({LV if p.verifier_kind is VerifierKind.LOCAL else RV})
+    roles = {AG}
+    if p.role is AgentRole.ARCHITECT:
+        roles.add(AR)
+    if acting.on_behalf_of is not None:
+        roles.add(H)
+    return frozenset(roles)
+
+
+def authorize(op: Op, acting: Acting, *, project: str | None = None, risk: Risk | None = None) -> None:
+    """Raise E_FORBIDDEN unless `acting` may take `op` (on `project`, at `risk`)."""
+    p = acting.principal
+    if project is not None and p.kind is not PrincipalKind.HUMAN and not p.may_use_project(project):
+        raise TaskgateError(ErrorCode.FORBIDDEN, f"this key is not allowed on project {project}")
+    roles = roles_of(acting)
+    if acting.is_delegated and op in BOARD_ONLY:
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN, f"{op.value} is for a human on the board, not a delegated agent"
+        )
+    allowed = RULES[op] & roles
+    if not allowed:
+        raise TaskgateError(ErrorCode.FORBIDDEN, f"{acting.actor} may not {op.value.replace('_', ' ')}")
+    human_itself = p.kind is PrincipalKind.HUMAN
+    if op is Op.APPROVE_SPEC and not human_itself and H not in allowed and risk is not Risk.LOW:
+        raise TaskgateError(ErrorCode.FORBIDDEN, "an architect agent may approve only low-risk specs")
+    if op is Op.APPROVE_SPEC and acting.is_delegated and risk is not Risk.LOW:
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN, "medium and high risk specs are approved by a human on the board"
+        )
+    if op is Op.ACCEPT and acting.is_delegated and risk is not Risk.LOW:
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN, "medium and high risk work is accepted by a human on the board"
+        )

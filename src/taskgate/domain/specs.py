@@ -1,0 +1,63 @@
+"""Spec rules: criteria numbering, rendering SPEC-<n>.md, the duplicate-criterion warning."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.ids import criterion_id
+from taskgate.domain.models import Criterion, CriterionInput, CriterionKind, Spec, Task
+
+
+def number_criteria(spec_number: int, given: list[CriterionInput]) -> list[Criterion]:
+    if not given:
+        raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a spec needs at least one acceptance criterion")
+    out = []
+    for index, c in enumerate(given, start=1):
+        if c.kind in (CriterionKind.TEST, CriterionKind.COMMAND) and not (c.verify_ref or "").strip():
+            raise invalid(f"criterion {index}: a {c.kind.value} criterion needs verify_ref")
+        out.append(
+            Criterion(id=criterion_id(spec_number, index), text=c.text, kind=c.kind, verify_ref=c.verify_ref)
+        )
+    return out
+
+
+def criteria_of(task: Task, spec: Spec | None) -> list[Criterion]:
+    """The criteria a task must meet: the spec's it holds, then its own."""
+    held: list[Criterion] = []
+    if spec is not None:
+        wanted = set(task.spec_criteria) or {c.id for c in spec.criteria}
+        held = [c for c in spec.criteria if c.id in wanted]
+    return held + list(task.criteria)
+
+
+def checkable_refs(criteria: Iterable[Criterion]) -> set[tuple[str, str]]:
+    return {(c.kind.value, c.verify_ref or "") for c in criteria if c.kind is not CriterionKind.REVIEW}
+
+
+def duplicate_warnings(mine: list[Criterion], others: dict[str, list[Criterion]]) -> list[str]:
+    """Warn when a test/command criterion of this task is also on another open task: each task
+    is verified on its own commit, so the check can pass for only one of them."""
+    warnings = []
+    my_refs = checkable_refs(mine)
+    for other_id, criteria in sorted(others.items()):
+        for kind, ref in sorted(my_refs & checkable_refs(criteria)):
+            warnings.append(f"{kind} criterion '{ref}' is also on open task {other_id}")
+    return warnings
+
+
+def render_markdown(spec: Spec) -> str:
+    lines = [
+        f"# {spec.id}: {spec.title}",
+        "",
+        f"- Risk: {spec.risk.value}",
+        f"- Status: {spec.status.value} (revision {spec.revision})",
+    ]
+    if spec.approved_by:
+        when = spec.approved_at.date().isoformat() if spec.approved_at else ""
+        lines.append(f"- Approved by: {spec.approved_by} {when}".rstrip())
+    lines += ["", spec.body.strip(), "", "## Acceptance criteria", ""]
+    for c in spec.criteria:
+        ref = f" — `{c.verify_ref}`" if c.verify_ref else ""
+        lines.append(f"- **{c.id}** ({c.kind.value}) {c.text}{ref}")
+    return "\n".join(line for line in lines).strip() + "\n"

@@ -1,0 +1,36 @@
+"""get_task_brief: gather the records a brief needs, let the domain build it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskgate.domain import brief as briefs
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.models import Task
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.domain.specs import criteria_of
+from taskgate.service import decisions, records, tasks
+from taskgate.service.context import Context
+
+
+def for_task(ctx: Context, who: Acting, task_id: str, task: Task | None = None) -> dict[str, Any]:
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.READ, who, project=project_name)
+    task = task or tasks.get(ctx, who, task_id)
+    project = ctx.project(project_name)
+    spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
+    criteria = criteria_of(task, spec)
+    query = " ".join([task.title, task.description, spec.title if spec else "", *(c.text for c in criteria)])
+    linked, ranked = decisions.relevant(ctx, project_name, query, spec_id=task.spec_id)
+    deps = [records.load(Task, i) for i in ctx.store.get_many([records.task_key(b) for b in task.blocked_by])]
+    return briefs.build(
+        task=task,
+        project=project,
+        spec=spec,
+        criteria=criteria,
+        linked_decisions=linked,
+        ranked_decisions=ranked,
+        dependencies=deps,
+        notes=tasks.notes(ctx, who, task_id),
+    )

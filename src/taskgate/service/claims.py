@@ -1,0 +1,345 @@
+"""An agent's run on a task: claim, heartbeat, release, report_failure, escalate, submit.
+
+Every write after the claim carries the claim token; a token stops working the instant its
+claim ends. Lease expiry is settled on every access, so an expired claim is expired even if
+no sweep ran.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from taskgate.auth import secrets
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.lifecycle import Action
+from taskgate.domain.models import (
+    MAX_LEASE_MINUTES,
+    Attempt,
+    AttemptEnding,
+    Claim,
+    FailureKind,
+    HistoryEvent,
+    Phase,
+    SelfReport,
+    Status,
+    Submission,
+    Task,
+)
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.domain.specs import criteria_of
+from taskgate.service import cascades, records
+from taskgate.service.context import Context, event, put_event, put_task
+from taskgate.service.transitions import end_attempt, move
+from taskgate.store.schema import IndexName
+
+COMMIT_SHA_LEN = (7, 64)
+CANDIDATES = 5  # under contention, pick among the top few ready tasks at random
+
+
+def lease_expired(task: Task, now: datetime) -> bool:
+    return task.status is Status.CLAIMED and task.claim is not None and task.claim.expires_at <= now
+
+
+def settle_expiry(ctx: Context, task: Task) -> Task:
+    """If the task's lease has run out, end the claim now (one commit) and return the task after."""
+    while lease_expired(task, ctx.clock.now()):
+        project = ctx.project(task.project)
+        now = ctx.clock.now()
+        attempts = end_attempt(task, now, ending=AttemptEnding.EXPIRED, used=True)
+        new, ev = move(
+            task,
+            project,
+            Action.EXPIRE,
+            "system:lease",
+            now,
+            changes={"claim": None, "attempts": attempts},
+            attempt=task.claim.attempt if task.claim else None,
+        )
+        try:
+            ctx.commit([put_task(task, new), put_event(ev)])
+            return new.model_copy(update={"version": task.version + 1})
+        except TaskgateError as exc:
+            if exc.code is not ErrorCode.CONFLICT:
+                raise
+            task = ctx.task(task.id)
+    return task
+
+
+@dataclass
+class Claimed:
+    task: Task
+    token: str
+
+
+def _lease(ctx: Context, project_lease: int, lease_minutes: int | None) -> int:
+    minutes = lease_minutes if lease_minutes is not None else project_lease
+    if not 1 <= minutes <= MAX_LEASE_MINUTES:
+        raise invalid(f"lease_minutes must be between 1 and {MAX_LEASE_MINUTES}")
+    return minutes
+
+
+def _claim_one(ctx: Context, who: Acting, task: Task, lease_minutes: int | None) -> Claimed:
+    task = settle_expiry(ctx, task)
+    project = ctx.project(task.project)
+    minutes = _lease(ctx, project.lease_minutes, lease_minutes)
+    now = ctx.clock.now()
+    token = secrets.mint(secrets.CLAIM_PREFIX)
+    number = len(task.attempts) + 1
+    claim = Claim(
+        token_hash=secrets.digest(token),
+        actor=who.actor,
+        credential_id=who.credential_id,
+        attempt=number,
+        claimed_at=now,
+        expires_at=now + timedelta(minutes=minutes),
+        lease_minutes=minutes,
+    )
+    attempt = Attempt(number=number, actor=who.actor, credential_id=who.credential_id, started_at=now)
+    new, ev = move(
+        task,
+        project,
+        Action.CLAIM,
+        who,
+        now,
+        changes={"claim": claim, "attempts": [*task.attempts, attempt]},
+        attempt=number,
+        lease_minutes=minutes,
+    )
+    ctx.commit([put_task(task, new), put_event(ev)])
+    return Claimed(new.model_copy(update={"version": task.version + 1}), token)
+
+
+def claim(
+    ctx: Context, who: Acting, project: str, *, task_id: str | None = None, lease_minutes: int | None = None
+) -> Claimed:
+    """Claim a given task, or the best ready one. Among concurrent callers exactly one wins a task."""
+    authorize(Op.CLAIM, who, project=project)
+    if task_id is not None:
+        if parse_task_id(task_id)[0] != project:
+            raise invalid(f"{task_id} is not a task of project {project}")
+        try:
+            return _claim_one(ctx, who, ctx.task(task_id), lease_minutes)
+        except TaskgateError as exc:
+            if exc.code is ErrorCode.CONFLICT:
+                # Someone else's write landed first; say what the task is now.
+                now_status = ctx.task(task_id).status.value
+                raise TaskgateError(
+                    ErrorCode.WRONG_STATE, f"{task_id} was claimed by someone else", current_status=now_status
+                ) from exc
+            raise
+    ctx.project(project)
+    pk = records.queue_pk(project, Status.READY)
+    for _ in range(200):
+        page = ctx.store.query_index(IndexName.QUEUE, pk, limit=CANDIDATES)
+        if not page.items:
+            raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
+        candidate = records.load(Task, random.choice(page.items))
+        try:
+            return _claim_one(ctx, who, candidate, lease_minutes)
+        except TaskgateError as exc:
+            # A lost race (conflict) or a stale index entry (wrong state): try another.
+            if exc.code not in (ErrorCode.CONFLICT, ErrorCode.WRONG_STATE):
+                raise
+    raise TaskgateError(ErrorCode.CONFLICT, "too much contention for ready tasks; try again")
+
+
+def _held(ctx: Context, who: Acting, task_id: str, token: str) -> Task:
+    """The task, if `token` is its live claim and `who` holds it; else E_STALE_CLAIM."""
+    project, _ = parse_task_id(task_id)
+    authorize(Op.WORK, who, project=project)
+    task = settle_expiry(ctx, ctx.task(task_id))
+    live = task.status is Status.CLAIMED and task.claim is not None
+    if not live or task.claim is None or not secrets.matches(token, task.claim.token_hash):
+        raise TaskgateError(
+            ErrorCode.STALE_CLAIM,
+            f"this claim token is no longer valid for {task_id} (task is {task.status.value})",
+            current_status=task.status.value,
+        )
+    if task.claim.credential_id != who.credential_id:
+        raise TaskgateError(ErrorCode.FORBIDDEN, f"{task_id} is claimed under another credential")
+    return task
+
+
+def _commit_move(ctx: Context, old: Task, new: Task, ev: HistoryEvent) -> Task:
+    try:
+        ctx.commit([put_task(old, new), put_event(ev)])
+    except TaskgateError as exc:
+        if exc.code is ErrorCode.CONFLICT:
+            # The claim changed under us (expiry by the sweeper, a concurrent call with the token).
+            raise TaskgateError(
+                ErrorCode.STALE_CLAIM, f"the claim on {old.id} changed while this call ran; re-read the task"
+            ) from exc
+        raise
+    return new.model_copy(update={"version": old.version + 1})
+
+
+def heartbeat(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    token: str,
+    *,
+    phase: Phase | None = None,
+    note: str | None = None,
+) -> Task:
+    task = _held(ctx, who, task_id, token)
+    assert task.claim is not None
+    now = ctx.clock.now()
+    claim_ = task.claim.model_copy(
+        update={
+            "expires_at": now + timedelta(minutes=task.claim.lease_minutes),
+            "last_heartbeat_at": now,
+            "phase": phase or task.claim.phase,
+        }
+    )
+    new = task.model_copy(update={"claim": claim_, "updated_at": now})
+    if (phase is not None and phase is not task.claim.phase) or note:
+        # A phase change is worth a history line; a plain heartbeat is not (one write, not two).
+        ev = event(
+            who, "heartbeat", project=task.project, at=now, task=task, phase=claim_.phase.value, note=note
+        )
+        return _commit_move(ctx, task, new, ev)
+    try:
+        ctx.commit([put_task(task, new)])
+    except TaskgateError as exc:
+        if exc.code is ErrorCode.CONFLICT:
+            raise TaskgateError(
+                ErrorCode.STALE_CLAIM, f"the claim on {task_id} changed; re-read the task"
+            ) from exc
+        raise
+    return new.model_copy(update={"version": task.version + 1})
+
+
+def release(ctx: Context, who: Acting, task_id: str, token: str, *, reason: str = "") -> Task:
+    task = _held(ctx, who, task_id, token)
+    project = ctx.project(task.project)
+    now = ctx.clock.now()
+    attempts = end_attempt(task, now, ending=AttemptEnding.RELEASED, used=False, learned=reason or None)
+    new, ev = move(
+        task,
+        project,
+        Action.RELEASE,
+        who,
+        now,
+        changes={"claim": None, "attempts": attempts},
+        reason=reason or None,
+    )
+    return _commit_move(ctx, task, new, ev)
+
+
+_FAILURE_ACTIONS = {
+    FailureKind.OTHER: Action.FAIL_OTHER,
+    FailureKind.DEPENDENCY: Action.FAIL_DEPENDENCY,
+    FailureKind.SPEC_GAP: Action.FAIL_SPEC_GAP,
+    FailureKind.DESIGN_CONFLICT: Action.FAIL_DESIGN_CONFLICT,
+}
+
+
+def report_failure(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    token: str,
+    *,
+    kind: FailureKind,
+    findings: list[str],
+    learned: str | None = None,
+    blocked_by: list[str] | None = None,
+) -> Task:
+    findings = [f.strip() for f in findings if f.strip()]
+    if not findings:
+        raise invalid("report_failure needs at least one finding: what went wrong, for the next attempt")
+    if kind is FailureKind.DEPENDENCY and not blocked_by:
+        raise invalid("a dependency failure names the tasks it waits for in blocked_by")
+    if kind is not FailureKind.DEPENDENCY and blocked_by:
+        raise invalid("blocked_by goes only with kind 'dependency'")
+    task = _held(ctx, who, task_id, token)
+    changes: dict[str, object] = {}
+    if blocked_by:
+        cascades.check_blockers(ctx, task.project, blocked_by, task.id)
+        changes["blocked_by"] = sorted(set(task.blocked_by) | set(blocked_by))
+    project = ctx.project(task.project)
+    now = ctx.clock.now()
+    attempts = end_attempt(
+        task,
+        now,
+        ending=AttemptEnding.FAILED,
+        used=True,
+        failure_kind=kind,
+        findings=findings,
+        learned=learned,
+    )
+    new, ev = move(
+        task,
+        project,
+        _FAILURE_ACTIONS[kind],
+        who,
+        now,
+        changes={"claim": None, "attempts": attempts, **changes},
+        kind=kind.value,
+    )
+    return _commit_move(ctx, task, new, ev)
+
+
+def escalate(ctx: Context, who: Acting, task_id: str, token: str, *, question: str) -> Task:
+    if not question.strip():
+        raise invalid("escalate needs the question a human should answer")
+    task = _held(ctx, who, task_id, token)
+    project = ctx.project(task.project)
+    now = ctx.clock.now()
+    attempts = end_attempt(task, now, ending=AttemptEnding.ESCALATED, used=False, findings=[question])
+    new, ev = move(
+        task,
+        project,
+        Action.ESCALATE,
+        who,
+        now,
+        changes={"claim": None, "attempts": attempts},
+        question=question,
+    )
+    return _commit_move(ctx, task, new, ev)
+
+
+def submit(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    token: str,
+    *,
+    commit_sha: str,
+    evidence: str,
+    self_report: dict[str, SelfReport] | None = None,
+) -> Task:
+    sha = commit_sha.strip().lower()
+    if not (COMMIT_SHA_LEN[0] <= len(sha) <= COMMIT_SHA_LEN[1]) or any(
+        c not in "0123456789abcdef" for c in sha
+    ):
+        raise invalid("commit_sha must be a git commit hash (7-64 hex digits)")
+    if not evidence.strip():
+        raise invalid("evidence must say what was done and how each criterion is met")
+    task = _held(ctx, who, task_id, token)
+    spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+    known = {c.id for c in criteria_of(task, spec)}
+    report = self_report or {}
+    unknown = sorted(set(report) - known)
+    if unknown:
+        raise invalid(f"self_report names criteria this task does not hold: {', '.join(unknown)}")
+    project = ctx.project(task.project)
+    now = ctx.clock.now()
+    submission = Submission(
+        commit_sha=sha,
+        evidence=evidence,
+        self_report=report,
+        actor=who.actor,
+        credential_id=who.credential_id,
+        submitted_at=now,
+    )
+    attempts = end_attempt(task, now, ending=AttemptEnding.SUBMITTED, used=False, submission=submission)
+    new, ev = move(
+        task, project, Action.SUBMIT, who, now, changes={"claim": None, "attempts": attempts}, commit_sha=sha
+    )
+    return _commit_move(ctx, task, new, ev)

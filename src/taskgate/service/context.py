@@ -1,0 +1,131 @@
+"""What every use case needs: the store, the clock, and loading/committing records."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from taskgate.domain.clock import Clock, SystemClock
+from taskgate.domain.errors import ErrorCode, TaskgateError, not_found
+from taskgate.domain.ids import parse_spec_id
+from taskgate.domain.models import HistoryEvent, Project, Spec, Status, Task
+from taskgate.domain.principals import Acting
+from taskgate.service import records
+from taskgate.store.port import ConflictError, Item, Op, Put, Store
+from taskgate.store.schema import IndexName
+
+T = TypeVar("T")
+
+SYSTEM = "system:taskgate"
+
+
+@dataclass
+class Context:
+    store: Store
+    clock: Clock = field(default_factory=SystemClock)
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def commit(self, ops: Sequence[Op]) -> None:
+        """The one way a use case writes. A lost race is an answer: E_CONFLICT, nothing written."""
+        try:
+            self.store.commit(ops)
+        except ConflictError as exc:
+            raise TaskgateError(
+                ErrorCode.CONFLICT, "changed by someone else at the same time; retry"
+            ) from exc
+
+    def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
+        """Run read-decide-commit again when only a version race (not a rule) stopped it."""
+        for n in range(tries):
+            try:
+                return attempt()
+            except TaskgateError as exc:
+                if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
+                    raise
+                time.sleep(random.uniform(0, 0.002 * (n + 1)))
+        raise AssertionError("unreachable")
+
+    # -- loads -------------------------------------------------------------------------------
+
+    def project(self, name: str) -> Project:
+        item = self.store.get(*records.project_key(name))
+        if item is None:
+            raise not_found(f"project {name}")
+        return records.load(Project, item)
+
+    def task(self, task_id: str) -> Task:
+        item = self.store.get(*records.task_key(task_id))
+        if item is None:
+            raise not_found(f"task {task_id}")
+        return records.load(Task, item)
+
+    def spec(self, project: str, spec_id: str) -> Spec:
+        item = self.store.get(*records.spec_key(project, parse_spec_id(spec_id)))
+        if item is None:
+            raise not_found(f"{spec_id} in project {project}")
+        return records.load(Spec, item)
+
+    def all_pages(self, fetch: Callable[[str | None], Any]) -> Iterator[Item]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.items
+            cursor = page.cursor
+            if cursor is None:
+                return
+
+    def tasks_in_status(self, project: str, status: Status) -> Iterator[Task]:
+        pk = records.queue_pk(project, status)
+        for item in self.all_pages(
+            lambda c: self.store.query_index(IndexName.QUEUE, pk, limit=200, cursor=c)
+        ):
+            yield records.load(Task, item)
+
+
+def event(
+    who: Acting | str,
+    action: str,
+    *,
+    project: str,
+    at: Any,
+    task: Task | None = None,
+    from_status: Status | None = None,
+    to_status: Status | None = None,
+    **detail: Any,
+) -> HistoryEvent:
+    if isinstance(who, Acting):
+        actor, cred, obo = who.actor, who.credential_id, who.on_behalf_of
+    else:
+        actor, cred, obo = who, None, None
+    return HistoryEvent(
+        task_id=task.id if task else None,
+        seq=task.version + 1 if task else 0,
+        project=project,
+        at=at,
+        actor=actor,
+        credential_id=cred,
+        on_behalf_of=obo,
+        action=action,
+        from_status=from_status,
+        to_status=to_status,
+        detail={k: v for k, v in detail.items() if v is not None},
+    )
+
+
+def put_task(old: Task | None, new: Task) -> Put:
+    """The conditional write of a task. Ended attempts are forward-only: never rewritten."""
+    if old is not None:
+        for before, after in zip(old.attempts, new.attempts, strict=False):
+            if before.ended_at is not None and before != after:
+                raise AssertionError(f"attempt {before.number} of {old.id} ended and may not change")
+        if len(new.attempts) < len(old.attempts):
+            raise AssertionError(f"attempts of {old.id} may not be removed")
+    return Put(records.task_item(new), None if old is None else old.version)
+
+
+def put_event(e: HistoryEvent) -> Put:
+    return Put(records.event_item(e))

@@ -1,0 +1,20 @@
+"""Per-project sequence numbers for friendly ids, taken in the same commit as the record."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from taskgate.domain.errors import not_found
+from taskgate.service import records
+from taskgate.service.context import Context
+from taskgate.store.port import Item, Put
+
+
+def next_number(ctx: Context, project: str, kind: Literal["task", "spec", "decision"]) -> tuple[Put, int]:
+    """The counter's conditional write and the number it hands out; commit both or neither."""
+    item = ctx.store.get(*records.counter_key(project))
+    if item is None:
+        raise not_found(f"project {project}")
+    number = int(item.data[kind]) + 1
+    data = {**item.data, kind: number}
+    return Put(Item(item.pk, item.sk, data, item.version + 1), item.version), number

@@ -1,0 +1,196 @@
+"""Projects: create, read, settings, execution defaults, verification switch, history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.models import (
+    MAX_LEASE_MINUTES,
+    PROJECT_NAME_RE,
+    Credential,
+    CredentialKind,
+    ExecutionDefaults,
+    HistoryEvent,
+    Project,
+    VerifierKind,
+)
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.domain.verifier_config import VerifierConfig
+from taskgate.service import records
+from taskgate.service.context import Context, event, put_event
+from taskgate.store.port import Item, Page, Put
+
+
+def create(ctx: Context, who: Acting, name: str, *, repo: str = "", description: str = "") -> Project:
+    authorize(Op.CREATE_PROJECT, who)
+    if not PROJECT_NAME_RE.match(name):
+        raise invalid(
+            "project name: lowercase letters, digits and '-', 1-40 chars, starting with a letter or digit"
+        )
+    now = ctx.clock.now()
+    project = Project(name=name, repo=repo, description=description, created_by=who.actor, created_at=now)
+    ops = [
+        Put(records.project_item(project)),
+        Put(Item(*records.counter_key(name), {"task": 0, "spec": 0, "decision": 0})),
+        Put(Item(*records.directory_key(name), {"name": name})),
+        put_event(event(who, "project_created", project=name, at=now, repo=repo)),
+    ]
+    try:
+        ctx.commit(ops)
+    except TaskgateError as exc:
+        raise TaskgateError(ErrorCode.CONFLICT, f"project {name} already exists") from exc
+    return project
+
+
+def get(ctx: Context, who: Acting, name: str) -> Project:
+    authorize(Op.READ, who, project=name)
+    return ctx.project(name)
+
+
+def list_all(ctx: Context, who: Acting) -> list[Project]:
+    authorize(Op.READ, who)
+    names = [i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))]
+    names = [n for n in names if who.principal.may_use_project(n)]
+    items = ctx.store.get_many([records.project_key(n) for n in names])
+    return [records.load(Project, i) for i in items]
+
+
+def _save(ctx: Context, who: Acting, old: Project, new: Project, action: str, **detail: Any) -> Project:
+    ops = [
+        Put(records.project_item(new), old.version),
+        put_event(event(who, action, project=old.name, at=ctx.clock.now(), **detail)),
+    ]
+    ctx.commit(ops)
+    return new.model_copy(update={"version": old.version + 1})
+
+
+def update_settings(
+    ctx: Context,
+    who: Acting,
+    name: str,
+    *,
+    max_attempts: int | None = None,
+    lease_minutes: int | None = None,
+    description: str | None = None,
+    repo: str | None = None,
+) -> Project:
+    authorize(Op.UPDATE_PROJECT, who, project=name)
+    if max_attempts is not None and not 1 <= max_attempts <= 20:
+        raise invalid("max_attempts must be between 1 and 20")
+    if lease_minutes is not None and not 1 <= lease_minutes <= MAX_LEASE_MINUTES:
+        raise invalid(f"lease_minutes must be between 1 and {MAX_LEASE_MINUTES}")
+    changes = {
+        k: v
+        for k, v in {
+            "max_attempts": max_attempts,
+            "lease_minutes": lease_minutes,
+            "description": description,
+            "repo": repo,
+        }.items()
+        if v is not None
+    }
+    old = ctx.project(name)
+    return _save(ctx, who, old, old.model_copy(update=changes), "settings_changed", **changes)
+
+
+def set_execution_defaults(
+    ctx: Context,
+    who: Acting,
+    name: str,
+    *,
+    verification_commands: list[str] | None = None,
+    conventions: list[str] | None = None,
+) -> Project:
+    authorize(Op.SET_EXECUTION_DEFAULTS, who, project=name)
+    old = ctx.project(name)
+    current = old.execution_defaults
+    defaults = ExecutionDefaults(
+        verification_commands=[c.strip() for c in verification_commands if c.strip()]
+        if verification_commands is not None
+        else current.verification_commands,
+        conventions=[c.strip() for c in conventions if c.strip()]
+        if conventions is not None
+        else current.conventions,
+    )
+    return _save(
+        ctx,
+        who,
+        old,
+        old.model_copy(update={"execution_defaults": defaults}),
+        "execution_defaults_changed",
+        verification_commands=defaults.verification_commands,
+        conventions=defaults.conventions,
+    )
+
+
+def live_local_verifier_keys(ctx: Context, project: str) -> list[Credential]:
+    items = ctx.all_pages(lambda c: ctx.store.query("KEYS", limit=200, cursor=c))
+    keys = [records.load(Credential, i) for i in items]
+    return [
+        k
+        for k in keys
+        if k.kind is CredentialKind.VERIFIER
+        and k.verifier_kind is VerifierKind.LOCAL
+        and k.live
+        and k.covers(project)
+    ]
+
+
+def verification_missing(ctx: Context, project: Project) -> list[str]:
+    """What the project lacks before verification can be switched on (the board shows this)."""
+    missing = []
+    if not live_local_verifier_keys(ctx, project.name):
+        missing.append("a live local verifier key that covers this project")
+    if project.verifier_config is None or not project.verifier_config.checks:
+        missing.append("a saved verifier config with at least one check")
+    return missing
+
+
+def set_verification(ctx: Context, who: Acting, name: str, on: bool) -> Project:
+    authorize(Op.SET_VERIFICATION, who, project=name)
+    old = ctx.project(name)
+    if on:
+        missing = verification_missing(ctx, old)
+        if missing:
+            raise TaskgateError(
+                ErrorCode.VALIDATION, "cannot switch verification on: missing " + "; ".join(missing)
+            )
+    if old.verification_on == on:
+        return old
+    return _save(
+        ctx,
+        who,
+        old,
+        old.model_copy(update={"verification_on": on}),
+        "verification_on" if on else "verification_off",
+    )
+
+
+def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, Any]) -> Project:
+    authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
+    try:
+        parsed = VerifierConfig.model_validate(config)
+    except ValidationError as exc:
+        raise invalid(f"verifier config: {exc.errors(include_url=False)}") from exc
+    old = ctx.project(name)
+    return _save(
+        ctx,
+        who,
+        old,
+        old.model_copy(update={"verifier_config": parsed}),
+        "verifier_config_changed",
+        config=parsed.model_dump(mode="json"),
+    )
+
+
+def history(
+    ctx: Context, who: Acting, name: str, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[HistoryEvent], str | None]:
+    authorize(Op.READ, who, project=name)
+    ctx.project(name)
+    page: Page = ctx.store.query(f"PH#{name}", limit=limit, cursor=cursor, descending=True)
+    return [records.load(HistoryEvent, i) for i in page.items], page.cursor

@@ -1,0 +1,166 @@
+"""Where each record lives in the store: key shapes and index keys, one place for both adapters.
+
+P#<project>   PROJECT              project settings
+P#<project>   COUNTER              next numbers for tasks, specs, decisions
+P#<project>   SPEC#<n:08>          spec
+P#<project>   TASK#<n:08>          task (QUEUE index: Q#<project>#<status>; LEASE index while claimed)
+P#<project>   DEC#<n:08>           decision
+PROJECTS      <project>            directory entry, for listing projects
+PH#<project>  <time>#<rand>        project history
+T#<task id>   H#<time>#<rand>      task history
+T#<task id>   N#<time>#<rand>      note
+T#<task id>   R#<time>#<run id>    verification run
+KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
+"""
+
+from __future__ import annotations
+
+import secrets
+import zlib
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from taskgate.domain.clock import iso
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.models import (
+    Credential,
+    Decision,
+    HistoryEvent,
+    Note,
+    Project,
+    Spec,
+    Status,
+    Task,
+    VerificationRun,
+)
+from taskgate.store.port import Item
+from taskgate.store.schema import LEASE_SHARDS, IndexName
+
+M = TypeVar("M", bound=BaseModel)
+
+PRIORITY_MIN, PRIORITY_MAX = 0, 1000
+
+
+def project_pk(project: str) -> str:
+    return f"P#{project}"
+
+
+def project_key(project: str) -> tuple[str, str]:
+    return (project_pk(project), "PROJECT")
+
+
+def counter_key(project: str) -> tuple[str, str]:
+    return (project_pk(project), "COUNTER")
+
+
+def directory_key(project: str) -> tuple[str, str]:
+    return ("PROJECTS", project)
+
+
+def spec_key(project: str, number: int) -> tuple[str, str]:
+    return (project_pk(project), f"SPEC#{number:08d}")
+
+
+def task_key(task_id: str) -> tuple[str, str]:
+    project, number = parse_task_id(task_id)
+    return (project_pk(project), f"TASK#{number:08d}")
+
+
+def decision_key(project: str, number: int) -> tuple[str, str]:
+    return (project_pk(project), f"DEC#{number:08d}")
+
+
+def task_pk(task_id: str) -> str:
+    return f"T#{task_id}"
+
+
+def credential_key(credential_id: str) -> tuple[str, str]:
+    return ("KEYS", credential_id)
+
+
+def queue_pk(project: str, status: Status) -> str:
+    return f"Q#{project}#{status.value}"
+
+
+def lease_pk(shard: int) -> str:
+    return f"L#{shard}"
+
+
+def lease_shard(task_id: str) -> int:
+    return zlib.crc32(task_id.encode()) % LEASE_SHARDS
+
+
+def key_hash_pk(key_hash: str) -> str:
+    return f"KH#{key_hash}"
+
+
+def stamp(at: datetime) -> str:
+    """A sort key that orders by time and never collides between writers."""
+    return f"{iso(at)}#{secrets.token_hex(4)}"
+
+
+def _body(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", exclude={"version"})
+
+
+def load(model: type[M], item: Item) -> M:
+    data = dict(item.data)
+    if "version" in model.model_fields:
+        data["version"] = item.version
+    return model.model_validate(data)
+
+
+def _next(version: int) -> int:
+    return version + 1
+
+
+def project_item(p: Project) -> Item:
+    pk, sk = project_key(p.name)
+    return Item(pk, sk, _body(p), _next(p.version))
+
+
+def spec_item(s: Spec) -> Item:
+    pk, sk = spec_key(s.project, s.number)
+    return Item(pk, sk, _body(s), _next(s.version))
+
+
+def task_item(t: Task) -> Item:
+    pk, sk = task_key(t.id)
+    indexes: dict[IndexName, tuple[str, str]] = {
+        IndexName.QUEUE: (queue_pk(t.project, t.status), f"{PRIORITY_MAX - t.priority:04d}#{t.number:08d}"),
+    }
+    if t.status is Status.CLAIMED and t.claim is not None:
+        indexes[IndexName.LEASE] = (lease_pk(lease_shard(t.id)), f"{iso(t.claim.expires_at)}#{t.id}")
+    return Item(pk, sk, _body(t), _next(t.version), indexes)
+
+
+def decision_item(d: Decision) -> Item:
+    pk, sk = decision_key(d.project, d.number)
+    return Item(pk, sk, _body(d), _next(d.version))
+
+
+def credential_item(c: Credential) -> Item:
+    pk, sk = credential_key(c.id)
+    return Item(pk, sk, _body(c), _next(c.version), {IndexName.LOOKUP: (key_hash_pk(c.key_hash), "KEY")})
+
+
+def event_item(e: HistoryEvent) -> Item:
+    if e.task_id is not None:
+        # Keyed by the task version it was committed with: ordered, and unique by construction.
+        return Item(task_pk(e.task_id), f"H#{e.seq:08d}", _body(e))
+    return Item(f"PH#{e.project}", stamp(e.at), _body(e))
+
+
+def note_item(n: Note) -> Item:
+    return Item(task_pk(n.task_id), f"N#{stamp(n.at)}", _body(n))
+
+
+def run_key(run: VerificationRun) -> tuple[str, str]:
+    return (task_pk(run.task_id), f"R#{run.id}")
+
+
+def run_item(run: VerificationRun) -> Item:
+    pk, sk = run_key(run)
+    return Item(pk, sk, _body(run), _next(run.version))

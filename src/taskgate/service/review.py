@@ -1,0 +1,228 @@
+"""What humans do with submitted work: accept (one or a low-risk batch), reopen, cancel, resolve."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.lifecycle import Action, find_move
+from taskgate.domain.models import (
+    AttemptEnding,
+    Finding,
+    FindingSource,
+    Risk,
+    Spec,
+    SpecStatus,
+    Status,
+    Task,
+    VerificationRun,
+)
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.service import cascades, records
+from taskgate.service.claims import settle_expiry
+from taskgate.service.context import Context, put_event, put_task
+from taskgate.service.transitions import end_attempt, move
+from taskgate.store.port import Op as StoreOp
+from taskgate.store.port import Put
+
+MAX_BATCH = 50
+
+
+def refuse_own_work(who: Acting, task: Task) -> None:
+    """Nobody accepts work claimed or submitted under their own credential, whatever actor
+    or on_behalf_of they name."""
+    for attempt in task.attempts:
+        sub = attempt.submission
+        creds = {attempt.credential_id} | ({sub.credential_id} if sub else set())
+        actors = {attempt.actor} | ({sub.actor} if sub else set())
+        if who.credential_id in creds or who.actor in actors:
+            raise TaskgateError(
+                ErrorCode.SELF_ACCEPT,
+                f"{task.id} was claimed or submitted by {attempt.actor} under this credential; "
+                "a different principal must accept it",
+                current_status=task.status.value,
+            )
+
+
+def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
+    """A verifier run in progress on a task that is accepted, reopened or cancelled is superseded."""
+    if task.live_run is None:
+        return []
+    item = ctx.store.get(records.task_pk(task.id), f"R#{task.live_run}")
+    if item is None:
+        return []
+    run = records.load(VerificationRun, item)
+    if run.status != "running":
+        return []
+    done = run.model_copy(update={"status": "superseded", "finished_at": ctx.clock.now()})
+    return [Put(records.run_item(done), run.version)]
+
+
+def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> Task:
+    project_name, _ = parse_task_id(task_id)
+    task = settle_expiry(ctx, ctx.task(task_id))
+    authorize(Op.ACCEPT, who, project=project_name, risk=task.risk)
+    if batch and task.risk is not Risk.LOW:
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN, f"{task_id} is {task.risk.value} risk: accept it on its own, not in a batch"
+        )
+    refuse_own_work(who, task)
+    project = ctx.project(project_name)
+    now = ctx.clock.now()
+    new, ev = move(task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None)
+    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+    cascades.task_done(ctx, project_name, task_id)
+    return new.model_copy(update={"version": task.version + 1})
+
+
+@dataclass
+class BatchResult:
+    accepted: list[Task] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+
+
+def accept_batch(ctx: Context, who: Acting, task_ids: list[str]) -> BatchResult:
+    """Accept low-risk tasks one commit each; each refusal is reported, none stops the rest."""
+    if not task_ids:
+        raise invalid("task_ids must name at least one task")
+    if len(task_ids) > MAX_BATCH or len(set(task_ids)) != len(task_ids):
+        raise invalid(f"task_ids: at most {MAX_BATCH} distinct tasks")
+    out = BatchResult()
+    for tid in task_ids:
+        try:
+            out.accepted.append(accept(ctx, who, tid, batch=True))
+        except TaskgateError as exc:
+            out.refused.append({"task_id": tid, **exc.to_dict()})
+    return out
+
+
+def reopen(ctx: Context, who: Acting, task_id: str, *, findings: list[str]) -> Task:
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.REOPEN, who, project=project_name)
+    findings = [f.strip() for f in findings if f.strip()]
+    if not findings:
+        raise invalid("reopen needs findings: what the next attempt must fix")
+    task = settle_expiry(ctx, ctx.task(task_id))
+    if who.is_delegated:
+        refuse_own_work(who, task)
+    project = ctx.project(project_name)
+    now = ctx.clock.now()
+    last = task.current_attempt()
+    finding = Finding(
+        attempt=last.number if last else None,
+        source=FindingSource.HUMAN,
+        by=who.on_behalf_of or who.actor,
+        at=now,
+        summary=findings[0],
+        details=findings[1:],
+    )
+    new, ev = move(
+        task,
+        project,
+        Action.REOPEN,
+        who,
+        now,
+        changes={"findings": [*task.findings, finding], "live_run": None},
+        findings=findings,
+    )
+    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+    return new.model_copy(update={"version": task.version + 1})
+
+
+def cancel(ctx: Context, who: Acting, task_id: str, *, reason: str = "") -> Task:
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.CANCEL, who, project=project_name)
+    task = settle_expiry(ctx, ctx.task(task_id))
+    project = ctx.project(project_name)
+    now = ctx.clock.now()
+    changes: dict[str, Any] = {"claim": None, "live_run": None}
+    current = task.current_attempt()
+    if task.status is Status.CLAIMED and current is not None and current.ended_at is None:
+        changes["attempts"] = end_attempt(task, now, ending=AttemptEnding.CANCELLED, used=False)
+    new, ev = move(task, project, Action.CANCEL, who, now, changes=changes, reason=reason or None)
+    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+    return new.model_copy(update={"version": task.version + 1})
+
+
+class Resolution(StrEnum):
+    REQUEUE = "requeue"
+    BLOCK = "block"
+    REVISE_SPEC = "revise_spec"
+    REVERIFY = "reverify"
+    CANCEL = "cancel"
+
+
+_RESOLVE_ACTIONS = {
+    Resolution.REQUEUE: Action.REQUEUE,
+    Resolution.BLOCK: Action.BLOCK,
+    Resolution.REVISE_SPEC: Action.REVISE_SPEC,
+    Resolution.REVERIFY: Action.REVERIFY,
+}
+
+
+def resolve(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    resolution: Resolution,
+    *,
+    blocked_by: list[str] | None = None,
+    note: str = "",
+) -> Task:
+    """A human answers a task in needs_human."""
+    if resolution is Resolution.CANCEL:
+        return cancel(ctx, who, task_id, reason=note)
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.RESOLVE, who, project=project_name)
+    task = ctx.task(task_id)
+    project = ctx.project(project_name)
+    find_move(
+        task.status, _RESOLVE_ACTIONS[resolution], verification_on=project.verification_on
+    )  # state first
+    changes: dict[str, Any] = {}
+    extra: list[StoreOp] = []
+    if resolution is Resolution.BLOCK:
+        if not blocked_by:
+            raise invalid("block needs blocked_by: the tasks this one waits for")
+        cascades.check_blockers(ctx, project_name, blocked_by, task_id)
+        changes["blocked_by"] = sorted(set(task.blocked_by) | set(blocked_by))
+    elif blocked_by:
+        raise invalid("blocked_by goes only with resolution 'block'")
+    if resolution is Resolution.REVERIFY and task.last_submission() is None:
+        raise invalid(f"{task_id} has no submission to verify again; requeue it instead")
+    if resolution is Resolution.REVISE_SPEC:
+        if task.spec_id is None:
+            raise invalid(f"{task_id} has no spec to revise; requeue it or cancel it")
+        spec: Spec = ctx.spec(project_name, task.spec_id)
+        if spec.status is SpecStatus.APPROVED:
+            # The task waits in backlog until the revised spec is approved again.
+            draft = spec.model_copy(
+                update={
+                    "status": SpecStatus.DRAFT,
+                    "revision": spec.revision + 1,
+                    "approved_by": None,
+                    "approved_at": None,
+                    "approved_as_human": False,
+                    "updated_at": ctx.clock.now(),
+                }
+            )
+            extra.append(Put(records.spec_item(draft), spec.version))
+    now = ctx.clock.now()
+    new, ev = move(
+        task,
+        project,
+        _RESOLVE_ACTIONS[resolution],
+        who,
+        now,
+        changes=changes,
+        resolution=resolution.value,
+        note=note or None,
+    )
+    ctx.commit([put_task(task, new), put_event(ev), *extra])
+    if resolution is Resolution.BLOCK:
+        cascades.settle(ctx, task_id, Status.BLOCKED)  # its blockers may all be done already
+    return new.model_copy(update={"version": task.version + 1})

@@ -1,0 +1,317 @@
+"""Tasks: create, update, read, list, and what is ready next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.ids import own_criterion_id, parse_task_id, task_id
+from taskgate.domain.lifecycle import Action, find_move
+from taskgate.domain.models import (
+    OPEN_STATUSES,
+    Criterion,
+    CriterionInput,
+    CriterionKind,
+    HistoryEvent,
+    Note,
+    Risk,
+    Spec,
+    SpecStatus,
+    Status,
+    Task,
+    VerificationRun,
+)
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.domain.specs import criteria_of, duplicate_warnings
+from taskgate.service import cascades, counters, records
+from taskgate.service.claims import settle_expiry
+from taskgate.service.context import Context, event, put_event, put_task
+from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
+from taskgate.store.port import Put
+from taskgate.store.schema import IndexName
+
+
+@dataclass
+class Written:
+    task: Task
+    warnings: list[str] = field(default_factory=list)
+
+
+def _own_criteria(tid: str, given: list[CriterionInput]) -> list[Criterion]:
+    out = []
+    for index, c in enumerate(given, start=1):
+        if c.kind in (CriterionKind.TEST, CriterionKind.COMMAND) and not (c.verify_ref or "").strip():
+            raise invalid(f"criterion {index}: a {c.kind.value} criterion needs verify_ref")
+        out.append(
+            Criterion(id=own_criterion_id(tid, index), text=c.text, kind=c.kind, verify_ref=c.verify_ref)
+        )
+    return out
+
+
+def _check_priority(priority: int) -> None:
+    if not PRIORITY_MIN <= priority <= PRIORITY_MAX:
+        raise invalid(f"priority must be between {PRIORITY_MIN} and {PRIORITY_MAX} (higher is taken first)")
+
+
+def _resolve_spec(ctx: Context, project: str, spec_id: str | None, spec_criteria: list[str]) -> Spec | None:
+    if spec_id is None:
+        if spec_criteria:
+            raise invalid("spec_criteria needs spec_id")
+        return None
+    spec = ctx.spec(project, spec_id)
+    known = {c.id for c in spec.criteria}
+    unknown = [c for c in spec_criteria if c not in known]
+    if unknown:
+        raise invalid(f"{', '.join(unknown)} not in {spec_id} (it has {', '.join(sorted(known))})")
+    return spec
+
+
+def _warnings(ctx: Context, task: Task, spec: Spec | None) -> list[str]:
+    mine = criteria_of(task, spec)
+    if not any(c.kind is not CriterionKind.REVIEW for c in mine):
+        return []
+    others: dict[str, list[Criterion]] = {}
+    specs: dict[str, Spec | None] = {}
+    for status in OPEN_STATUSES:
+        for other in ctx.tasks_in_status(task.project, status):
+            if other.id == task.id:
+                continue
+            if other.spec_id and other.spec_id not in specs:
+                specs[other.spec_id] = ctx.spec(task.project, other.spec_id)
+            others[other.id] = criteria_of(other, specs.get(other.spec_id) if other.spec_id else None)
+    return duplicate_warnings(mine, others)
+
+
+def create(
+    ctx: Context,
+    who: Acting,
+    project: str,
+    *,
+    title: str,
+    description: str = "",
+    spec_id: str | None = None,
+    spec_criteria: list[str] | None = None,
+    criteria: list[CriterionInput] | None = None,
+    blocked_by: list[str] | None = None,
+    priority: int = 0,
+    risk: Risk | None = None,
+    verification_commands: list[str] | None = None,
+    max_attempts: int | None = None,
+) -> Written:
+    authorize(Op.CREATE_TASK, who, project=project)
+    if not title.strip():
+        raise invalid("title must not be empty")
+    _check_priority(priority)
+    if max_attempts is not None and not 1 <= max_attempts <= 20:
+        raise invalid("max_attempts must be between 1 and 20")
+    spec_criteria = spec_criteria or []
+    blocked_by = blocked_by or []
+    ctx.project(project)
+    spec = _resolve_spec(ctx, project, spec_id, spec_criteria)
+    if spec is None and not criteria:
+        raise TaskgateError(
+            ErrorCode.EMPTY_CRITERIA, "a task needs at least one acceptance criterion, its own or its spec's"
+        )
+    if spec is not None and risk is not None and risk is not spec.risk:
+        raise invalid(f"risk comes from {spec.id} ({spec.risk.value}); omit it")
+    cascades.check_blockers(ctx, project, blocked_by, None)
+
+    def attempt() -> Written:
+        counter, number = counters.next_number(ctx, project, "task")
+        tid = task_id(project, number)
+        now = ctx.clock.now()
+        if spec is not None and spec.status is SpecStatus.DRAFT:
+            action = Action.CREATE_DRAFT
+        else:
+            draft = Task(
+                id=tid,
+                project=project,
+                number=number,
+                title=title,
+                status=Status.BACKLOG,
+                blocked_by=blocked_by,
+                created_by=who.actor,
+                created_at=now,
+                updated_at=now,
+                status_changed_at=now,
+            )
+            action = Action.CREATE_BLOCKED if cascades.open_blockers(ctx, draft) else Action.CREATE_READY
+        target = find_move(None, action).target
+        task = Task(
+            id=tid,
+            project=project,
+            number=number,
+            title=title,
+            description=description,
+            status=target,
+            priority=priority,
+            risk=spec.risk if spec is not None else (risk or Risk.LOW),
+            spec_id=spec.id if spec is not None else None,
+            spec_criteria=spec_criteria,
+            criteria=_own_criteria(tid, criteria or []),
+            blocked_by=blocked_by,
+            verification_commands=verification_commands,
+            max_attempts=max_attempts,
+            created_by=who.actor,
+            created_at=now,
+            updated_at=now,
+            status_changed_at=now,
+        )
+        warnings = _warnings(ctx, task, spec)
+        ev = event(
+            who, action.value, project=project, at=now, task=task, to_status=target, warnings=warnings or None
+        )
+        ctx.commit([counter, put_task(None, task), put_event(ev)])
+        return Written(task.model_copy(update={"version": 1}), warnings)
+
+    return ctx.retrying(attempt)
+
+
+UPDATABLE_STATUSES = frozenset({Status.BACKLOG, Status.READY, Status.BLOCKED, Status.NEEDS_HUMAN})
+
+
+def update(
+    ctx: Context,
+    who: Acting,
+    tid: str,
+    *,
+    title: str | None = None,
+    description: str | None = None,
+    priority: int | None = None,
+    criteria: list[CriterionInput] | None = None,
+    spec_criteria: list[str] | None = None,
+    verification_commands: list[str] | None = None,
+    status: str | None = None,
+) -> Written:
+    """Edit a task that nobody is working on. Status is never written here: it moves only by
+    the lifecycle's actions (claim, submit, accept, reopen, cancel, resolve)."""
+    project, _ = parse_task_id(tid)
+    authorize(Op.UPDATE_TASK, who, project=project)
+    if status is not None:
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN,
+            "status is not written directly; humans use accept, reopen, cancel or resolve on the board",
+        )
+    if priority is not None:
+        _check_priority(priority)
+    old = ctx.task(tid)
+    if old.status not in UPDATABLE_STATUSES:
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"{tid} is {old.status.value}; it can be edited only in backlog, ready, blocked or needs_human",
+            current_status=old.status.value,
+        )
+    changes: dict[str, Any] = {}
+    if title is not None:
+        if not title.strip():
+            raise invalid("title must not be empty")
+        changes["title"] = title
+    if description is not None:
+        changes["description"] = description
+    if priority is not None:
+        changes["priority"] = priority
+    if verification_commands is not None:
+        changes["verification_commands"] = verification_commands
+    spec = _resolve_spec(ctx, project, old.spec_id, spec_criteria or []) if old.spec_id else None
+    if spec_criteria is not None:
+        if old.spec_id is None:
+            raise invalid("spec_criteria needs a task linked to a spec")
+        changes["spec_criteria"] = spec_criteria
+    if criteria is not None:
+        changes["criteria"] = _own_criteria(tid, criteria)
+    if not changes:
+        raise invalid("nothing to update")
+    now = ctx.clock.now()
+    new = old.model_copy(update={**changes, "updated_at": now})
+    if not criteria_of(new, spec):
+        raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a task must keep at least one acceptance criterion")
+    warnings = _warnings(ctx, new, spec) if ("criteria" in changes or "spec_criteria" in changes) else []
+    ev = event(
+        who, "updated", project=project, at=now, task=old, fields=sorted(changes), warnings=warnings or None
+    )
+    ctx.commit([put_task(old, new), put_event(ev)])
+    return Written(new.model_copy(update={"version": old.version + 1}), warnings)
+
+
+def get(ctx: Context, who: Acting, tid: str) -> Task:
+    project, _ = parse_task_id(tid)
+    authorize(Op.READ, who, project=project)
+    return settle_expiry(ctx, ctx.task(tid))
+
+
+def history(ctx: Context, who: Acting, tid: str) -> list[HistoryEvent]:
+    project, _ = parse_task_id(tid)
+    authorize(Op.READ, who, project=project)
+    items = ctx.all_pages(
+        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="H#", limit=200, cursor=c)
+    )
+    return [records.load(HistoryEvent, i) for i in items]
+
+
+def notes(ctx: Context, who: Acting, tid: str) -> list[Note]:
+    project, _ = parse_task_id(tid)
+    authorize(Op.READ, who, project=project)
+    items = ctx.all_pages(
+        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="N#", limit=200, cursor=c)
+    )
+    return [records.load(Note, i) for i in items]
+
+
+def runs(ctx: Context, who: Acting, tid: str) -> list[VerificationRun]:
+    project, _ = parse_task_id(tid)
+    authorize(Op.READ, who, project=project)
+    items = ctx.all_pages(
+        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="R#", limit=200, cursor=c)
+    )
+    return [records.load(VerificationRun, i) for i in items]
+
+
+def list_tasks(
+    ctx: Context,
+    who: Acting,
+    project: str,
+    *,
+    status: Status | None = None,
+    spec_id: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> tuple[list[Task], str | None]:
+    """Tasks of a project: by status in queue order (priority, then age), else by number.
+    A spec filter applies to the page read, so a page may hold fewer than `limit` tasks."""
+    authorize(Op.READ, who, project=project)
+    ctx.project(project)
+    if status is not None:
+        page = ctx.store.query_index(
+            IndexName.QUEUE, records.queue_pk(project, status), limit=limit, cursor=cursor
+        )
+    else:
+        page = ctx.store.query(records.project_pk(project), sk_prefix="TASK#", limit=limit, cursor=cursor)
+    tasks = [records.load(Task, i) for i in page.items]
+    if spec_id is not None:
+        tasks = [t for t in tasks if t.spec_id == spec_id]
+    return tasks, page.cursor
+
+
+def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> list[Task]:
+    """The tasks an agent should take next, best first."""
+    authorize(Op.READ, who, project=project)
+    if not 1 <= limit <= 50:
+        raise invalid("limit must be between 1 and 50")
+    tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)
+    return tasks
+
+
+def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
+    project, _ = parse_task_id(tid)
+    authorize(Op.ADD_NOTE, who, project=project)
+    if not body.strip():
+        raise invalid("note body must not be empty")
+    if len(body) > 20_000:
+        raise invalid("a note holds at most 20000 characters")
+    ctx.task(tid)
+    now = ctx.clock.now()
+    note = Note(id=records.stamp(now), task_id=tid, project=project, author=who.actor, body=body, at=now)
+    ctx.commit([Put(records.note_item(note))])
+    return note

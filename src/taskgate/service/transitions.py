@@ -1,0 +1,64 @@
+"""Turn a lifecycle move into the new task and its history event (no I/O here either)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from taskgate.domain.lifecycle import Action, find_move, land
+from taskgate.domain.models import Attempt, HistoryEvent, Project, Task
+from taskgate.domain.principals import Acting
+from taskgate.service.context import event
+
+
+def move(
+    task: Task,
+    project: Project,
+    action: Action,
+    who: Acting | str,
+    now: datetime,
+    *,
+    changes: dict[str, Any] | None = None,
+    **detail: Any,
+) -> tuple[Task, HistoryEvent]:
+    """Apply the table's row for (task.status, action); `changes` are other fields that move with it."""
+    row = find_move(task.status, action, verification_on=project.verification_on)
+    out = land(
+        row,
+        attempts_used=task.attempts_used,
+        max_attempts=task.effective_max_attempts(project),
+        verifier_errors_in_row=task.verifier_errors_in_row,
+    )
+    update: dict[str, Any] = {
+        "status": out.target,
+        "attempts_used": out.attempts_used,
+        "verifier_errors_in_row": out.verifier_errors_in_row,
+        "updated_at": now,
+        **(changes or {}),
+    }
+    if out.target is not task.status:
+        update["status_changed_at"] = now
+    new = task.model_copy(update=update)
+    ev = event(
+        who,
+        action.value,
+        project=task.project,
+        at=now,
+        task=task,
+        from_status=task.status,
+        to_status=out.target,
+        attempts_used=out.attempts_used if row.uses_attempt else None,
+        attempts_exhausted=True if out.exhausted else None,
+        **detail,
+    )
+    return new, ev
+
+
+def end_attempt(task: Task, now: datetime, **fields: Any) -> list[Attempt]:
+    """The attempts list with the current (open) attempt ended; earlier ones untouched."""
+    attempts = list(task.attempts)
+    current = attempts[-1]
+    if current.ended_at is not None:
+        raise AssertionError(f"attempt {current.number} of {task.id} already ended")
+    attempts[-1] = current.model_copy(update={"ended_at": now, **fields})
+    return attempts

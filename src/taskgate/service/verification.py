@@ -1,0 +1,237 @@
+"""Verification runs: a verifier takes one waiting task, sends evidence back; the server decides."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from taskgate.domain import outcome as rules
+from taskgate.domain.clock import iso
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.lifecycle import Action
+from taskgate.domain.models import (
+    CriterionKind,
+    Finding,
+    FindingSource,
+    Spec,
+    Status,
+    Task,
+    VerificationRun,
+)
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.domain.specs import criteria_of
+from taskgate.service import records
+from taskgate.service.context import Context, put_event, put_task
+from taskgate.service.transitions import move
+from taskgate.store.port import Op as StoreOp
+from taskgate.store.port import Put
+
+RUN_GRACE_MINUTES = 30  # beyond the configured check timeouts, a run with no answer is abandoned
+
+
+@dataclass
+class Started:
+    run: VerificationRun
+    task: Task
+    spec: Spec | None
+    work: dict[str, Any]
+
+
+def _run_of(ctx: Context, task_id: str, run_id: str) -> VerificationRun:
+    item = ctx.store.get(records.task_pk(task_id), f"R#{run_id}")
+    if item is None:
+        raise TaskgateError(ErrorCode.NOT_FOUND, f"run {run_id} of {task_id} not found")
+    return records.load(VerificationRun, item)
+
+
+def _abandoned(ctx: Context, task: Task) -> list[StoreOp]:
+    """Ops that close a live run nobody finished in time; raise if a live run is still fresh."""
+    if task.live_run is None:
+        return []
+    run = _run_of(ctx, task.id, task.live_run)
+    project = ctx.project(task.project)
+    cfg = project.verifier_config
+    budget = RUN_GRACE_MINUTES + (
+        sum(c.timeout_minutes or cfg.check_timeout_minutes for c in cfg.checks.values()) if cfg else 0
+    )
+    if run.status == "running" and ctx.clock.now() < run.started_at + timedelta(minutes=budget):
+        raise TaskgateError(ErrorCode.WRONG_STATE, f"{task.id} already has a verification run in progress")
+    if run.status != "running":
+        return []
+    closed = run.model_copy(
+        update={"status": "superseded", "finished_at": ctx.clock.now(), "summary": "abandoned: no answer"}
+    )
+    return [Put(records.run_item(closed), run.version)]
+
+
+def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
+    """Begin a run on one waiting task; among concurrent verifiers exactly one gets it."""
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.VERIFY, who, project=project_name)
+    task = ctx.task(task_id)
+    project = ctx.project(project_name)
+    if not project.verification_on:
+        raise TaskgateError(ErrorCode.WRONG_STATE, f"verification is off for project {project_name}")
+    if task.status is not Status.NEEDS_VERIFICATION:
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"{task_id} is not waiting for verification",
+            current_status=task.status.value,
+        )
+    submission = task.last_submission()
+    attempt = task.current_attempt()
+    if submission is None or attempt is None:
+        raise TaskgateError(ErrorCode.WRONG_STATE, f"{task_id} has no submission")
+    if submission.credential_id == who.credential_id:
+        raise TaskgateError(
+            ErrorCode.SELF_VERIFY, "a verifier may not verify work submitted with its own key"
+        )
+    closing = _abandoned(ctx, task)
+    now = ctx.clock.now()
+    run = VerificationRun(
+        id=f"{iso(now)}-{secrets.token_hex(4)}",
+        task_id=task_id,
+        project=project_name,
+        attempt=attempt.number,
+        commit_sha=submission.commit_sha,
+        credential_id=who.credential_id,
+        started_at=now,
+    )
+    new = task.model_copy(update={"live_run": run.id, "updated_at": now})
+    ctx.commit([put_task(task, new), Put(records.run_item(run)), *closing])
+    spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
+    criteria = criteria_of(task, spec)
+    work = {
+        "run_id": run.id,
+        "task_id": task_id,
+        "repo": project.repo,
+        "commit_sha": submission.commit_sha,
+        "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
+        "criteria": [c.model_dump(mode="json") for c in criteria],
+        "command_criteria_allowed": rules.command_criteria_allowed(spec),
+        "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
+    }
+    return Started(
+        run.model_copy(update={"version": 1}),
+        new.model_copy(update={"version": task.version + 1}),
+        spec,
+        work,
+    )
+
+
+def waiting(ctx: Context, who: Acting, project: str) -> list[Task]:
+    """Tasks a verifier could start on, oldest submission first."""
+    authorize(Op.VERIFY, who, project=project)
+    if not ctx.project(project).verification_on:
+        return []
+    out = list(ctx.tasks_in_status(project, Status.NEEDS_VERIFICATION))
+    return sorted(out, key=lambda t: t.status_changed_at)
+
+
+def record_review(
+    ctx: Context, who: Acting, task_id: str, run_id: str, results: dict[str, rules.CriterionResult]
+) -> VerificationRun:
+    """The reviewer's judgement on review criteria, kept on the run until it finishes."""
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.REVIEW, who, project=project_name)
+    run, _task, criteria = _live(ctx, task_id, run_id)
+    kinds = {c.id: c.kind for c in criteria}
+    wrong = sorted(cid for cid in results if kinds.get(cid) is not CriterionKind.REVIEW)
+    if wrong:
+        raise invalid(f"a reviewer judges review criteria only, not: {', '.join(wrong)}")
+    evidence = dict(run.evidence)
+    evidence.update({cid: r.model_dump(mode="json") for cid, r in results.items()})
+    new = run.model_copy(update={"evidence": evidence})
+    ctx.commit([Put(records.run_item(new), run.version)])
+    return new.model_copy(update={"version": run.version + 1})
+
+
+def _live(ctx: Context, task_id: str, run_id: str) -> tuple[VerificationRun, Task, list[Any]]:
+    task = ctx.task(task_id)
+    run = _run_of(ctx, task_id, run_id)
+    if task.live_run != run_id or run.status != "running":
+        raise TaskgateError(
+            ErrorCode.STALE_CLAIM,
+            f"run {run_id} is no longer the live run of {task_id} ({run.status})",
+            current_status=task.status.value,
+        )
+    spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+    return run, task, criteria_of(task, spec)
+
+
+def finish(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    run_id: str,
+    *,
+    checks: dict[str, rules.CheckResult],
+    results: dict[str, rules.CriterionResult],
+    error: str | None = None,
+) -> tuple[VerificationRun, Task]:
+    """Record a run's evidence; the server decides passed, failed or error and moves the task."""
+    project_name, _ = parse_task_id(task_id)
+    authorize(Op.VERIFY, who, project=project_name)
+    run, task, criteria = _live(ctx, task_id, run_id)
+    if run.credential_id != who.credential_id:
+        raise TaskgateError(ErrorCode.FORBIDDEN, f"run {run_id} was started under another verifier key")
+    kinds = {c.id: c.kind for c in criteria}
+    review = sorted(cid for cid in results if kinds.get(cid) is CriterionKind.REVIEW)
+    if review:
+        raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
+    merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
+    merged.update(results)
+    spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+    submission = task.last_submission()
+    verdict = rules.decide(
+        criteria=criteria, spec=spec, checks=checks, results=merged, submission=submission, error=error
+    )
+    project = ctx.project(project_name)
+    now = ctx.clock.now()
+    changes: dict[str, Any] = {"live_run": None}
+    action = {
+        rules.Verdict.PASSED: Action.VERIFY_PASS,
+        rules.Verdict.FAILED: Action.VERIFY_FAIL,
+        rules.Verdict.ERROR: Action.VERIFY_ERROR,
+    }[verdict.verdict]
+    if verdict.verdict is rules.Verdict.FAILED:
+        changes["findings"] = [
+            *task.findings,
+            Finding(
+                attempt=run.attempt,
+                source=FindingSource.VERIFIER,
+                by=who.actor,
+                at=now,
+                summary=verdict.summary,
+                details=verdict.findings,
+                self_report_mismatch=verdict.self_report_mismatch,
+            ),
+        ]
+    new, ev = move(
+        task,
+        project,
+        action,
+        who,
+        now,
+        changes=changes,
+        run=run_id,
+        summary=verdict.summary,
+        self_report_mismatch=verdict.self_report_mismatch or None,
+    )
+    done = run.model_copy(
+        update={
+            "status": verdict.verdict.value,
+            "finished_at": now,
+            "summary": verdict.summary,
+            "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
+            "evidence": {cid: r.model_dump(mode="json") for cid, r in merged.items()},
+        }
+    )
+    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
+    return done.model_copy(update={"version": run.version + 1}), new.model_copy(
+        update={"version": task.version + 1}
+    )

@@ -1,0 +1,188 @@
+"""Drive a task into any status through the real services, and perform any lifecycle action.
+
+Used by the table-driven lifecycle tests: nothing here writes the store directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskgate.domain.lifecycle import Action
+from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
+from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.principals import Acting
+from taskgate.service import claims, projects, review, specs, tasks, verification
+from tests.support.world import SHA, World
+
+OK = CheckResult(exit_code=0)
+
+
+@dataclass
+class Scene:
+    world: World
+    agent: Acting
+    verifier: Acting | None = None
+    task_id: str = ""
+    token: str = ""
+    spec_id: str | None = None
+    blocker_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ctx(self) -> Any:
+        return self.world.ctx
+
+
+def new_scene(world: World, *, verification_on: bool = False) -> Scene:
+    world.project()
+    scene = Scene(world, world.agent("exec"))
+    if verification_on:
+        switch_on(scene)
+    return scene
+
+
+def switch_on(scene: Scene) -> None:
+    w = scene.world
+    if scene.verifier is None:
+        scene.verifier = w.verifier()
+    projects.set_verifier_config(w.ctx, w.human, "demo", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(w.ctx, w.human, "demo", True)
+
+
+def _criteria() -> list[CriterionInput]:
+    return [CriterionInput(text="unit tests pass", kind=CriterionKind.TEST, verify_ref="tests.test_x")]
+
+
+def reach(scene: Scene, status: Status, *, with_submission: bool = False) -> Scene:
+    """Put a fresh task of `scene` into `status` by real calls."""
+    w, a = scene.world, scene.agent
+    if status is Status.BACKLOG:
+        spec = w.spec(approve=False)
+        scene.spec_id = spec.id
+        scene.task_id = w.task(spec_id=spec.id).id
+    elif status is Status.READY:
+        scene.task_id = w.task(criteria=_criteria()).id
+    elif status is Status.BLOCKED:
+        scene.blocker_id = w.task(title="blocker").id
+        scene.task_id = w.task(criteria=_criteria(), blocked_by=[scene.blocker_id]).id
+    elif status is Status.CLAIMED:
+        reach(scene, Status.READY)
+        scene.token = claims.claim(w.ctx, a, "demo", task_id=scene.task_id).token
+    elif status is Status.NEEDS_VERIFICATION:
+        reach(scene, Status.CLAIMED)
+        claims.submit(w.ctx, a, scene.task_id, scene.token, commit_sha=SHA, evidence="done")
+    elif status is Status.VERIFIED:
+        was_on = w.ctx.project("demo").verification_on
+        if not was_on:
+            switch_on(scene)
+        reach(scene, Status.NEEDS_VERIFICATION)
+        verify(scene, Evidence.PASS)
+    elif status is Status.DONE:
+        reach(scene, Status.NEEDS_VERIFICATION)
+        if w.ctx.project("demo").verification_on:
+            verify(scene, Evidence.PASS)
+        review.accept(w.ctx, w.human, scene.task_id)
+    elif status is Status.NEEDS_HUMAN:
+        if with_submission:
+            if not w.ctx.project("demo").verification_on:
+                switch_on(scene)
+            reach(scene, Status.NEEDS_VERIFICATION)
+            for _ in range(3):
+                verify(scene, None, error="checkout failed")
+        else:
+            spec = w.spec()
+            scene.spec_id = spec.id
+            scene.task_id = w.task(spec_id=spec.id).id
+            scene.token = claims.claim(w.ctx, a, "demo", task_id=scene.task_id).token
+            claims.escalate(w.ctx, a, scene.task_id, scene.token, question="which API?")
+    elif status is Status.CANCELLED:
+        reach(scene, Status.READY)
+        review.cancel(w.ctx, w.human, scene.task_id, reason="not needed")
+    else:
+        raise AssertionError(status)
+    assert w.reload(scene.task_id).status is status
+    return scene
+
+
+def verify(scene: Scene, evidence: Evidence | None, *, error: str | None = None) -> None:
+    assert scene.verifier is not None
+    started = verification.start(scene.ctx, scene.verifier, task_id=scene.task_id)
+    results = (
+        {}
+        if evidence is None
+        else {c["id"]: CriterionResult(result=evidence, detail="report") for c in started.work["criteria"]}
+    )
+    verification.finish(
+        scene.ctx,
+        scene.verifier,
+        scene.task_id,
+        started.run.id,
+        checks={"unit": OK},
+        results=results,
+        error=error,
+    )
+
+
+def prepare(scene: Scene, action: Action) -> None:
+    """Create what `action` needs besides the task (done before a test's snapshot)."""
+    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY):
+        scene.extra["other"] = scene.world.task(title="first this").id
+
+
+def perform(scene: Scene, action: Action) -> None:
+    """Take `action` on the scene's task, the way its actor would."""
+    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY) and "other" not in scene.extra:
+        prepare(scene, action)
+    w, a, ctx, tid = scene.world, scene.agent, scene.ctx, scene.task_id
+    fail = {
+        Action.FAIL_OTHER: FailureKind.OTHER,
+        Action.FAIL_SPEC_GAP: FailureKind.SPEC_GAP,
+        Action.FAIL_DESIGN_CONFLICT: FailureKind.DESIGN_CONFLICT,
+    }
+    if action is Action.CLAIM:
+        scene.token = claims.claim(ctx, a, "demo", task_id=tid).token
+    elif action is Action.RELEASE:
+        claims.release(ctx, a, tid, scene.token)
+    elif action in fail:
+        claims.report_failure(ctx, a, tid, scene.token, kind=fail[action], findings=["broke"])
+    elif action is Action.FAIL_DEPENDENCY:
+        dep = scene.extra["other"]
+        claims.report_failure(
+            ctx, a, tid, scene.token, kind=FailureKind.DEPENDENCY, findings=["needs dep"], blocked_by=[dep]
+        )
+    elif action is Action.EXPIRE:
+        w.clock.advance(minutes=31)
+        tasks.get(ctx, a, tid)
+    elif action is Action.ESCALATE:
+        claims.escalate(ctx, a, tid, scene.token, question="unclear")
+    elif action is Action.SUBMIT:
+        claims.submit(ctx, a, tid, scene.token, commit_sha=SHA, evidence="done")
+    elif action is Action.ACCEPT:
+        review.accept(ctx, w.human, tid)
+    elif action is Action.VERIFY_PASS:
+        verify(scene, Evidence.PASS)
+    elif action is Action.VERIFY_FAIL:
+        verify(scene, Evidence.FAIL)
+    elif action is Action.VERIFY_ERROR:
+        verify(scene, None, error="checkout failed")
+    elif action is Action.REOPEN:
+        review.reopen(ctx, w.human, tid, findings=["missing test"])
+    elif action is Action.CANCEL:
+        review.cancel(ctx, w.human, tid, reason="dropped")
+    elif action is Action.SPEC_APPROVED or action is Action.SPEC_APPROVED_BLOCKED:
+        assert scene.spec_id is not None
+        specs.approve(ctx, w.human, "demo", scene.spec_id)
+    elif action is Action.BLOCKERS_DONE:
+        assert scene.blocker_id is not None
+        other = Scene(w, a, scene.verifier, task_id=scene.blocker_id)
+        other.token = claims.claim(ctx, a, "demo", task_id=scene.blocker_id).token
+        claims.submit(ctx, a, scene.blocker_id, other.token, commit_sha=SHA, evidence="done")
+        review.accept(ctx, w.human, scene.blocker_id)
+    elif action in (Action.REQUEUE, Action.BLOCK, Action.REVISE_SPEC, Action.REVERIFY):
+        kw: dict[str, Any] = {}
+        if action is Action.BLOCK:
+            kw["blocked_by"] = [scene.extra["other"]]
+        review.resolve(ctx, w.human, tid, review.Resolution(action.value), **kw)
+    else:
+        raise AssertionError(f"no way to perform {action}")
