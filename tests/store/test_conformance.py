@@ -276,6 +276,33 @@ def test_query_orders_by_code_point(store: Store) -> None:
     assert [it.sk for it in store.query("ORD", sk_prefix="a").items] == ["a", "a0", "a\U0001f600"]
 
 
+def test_prefix_matching_at_the_top_of_unicode(store: Store) -> None:
+    """U+10FFFF is the largest code point: a prefix range must still hold keys that use it."""
+    top = "\U0010ffff"
+    sks = ["a", f"a{top}", f"a{top}{top}", f"a{top}b", "b", top, f"{top}x", "\ud7ffz", "\ue000"]
+    create(store, *[item("TOP", sk) for sk in sks])
+    assert [it.sk for it in store.query("TOP", limit=100).items] == sorted(sks)
+    assert [it.sk for it in store.query("TOP", sk_prefix="a").items] == [
+        "a",
+        f"a{top}",
+        f"a{top}b",
+        f"a{top}{top}",
+    ]
+    assert [it.sk for it in store.query("TOP", sk_prefix=f"a{top}").items] == [
+        f"a{top}",
+        f"a{top}b",
+        f"a{top}{top}",
+    ]
+    assert [it.sk for it in store.query("TOP", sk_prefix=top).items] == [top, f"{top}x"]
+    assert [it.sk for it in store.query("TOP", sk_prefix="\ud7ff").items] == ["\ud7ffz"]
+    indexed = [Item(f"T#{n}", "META", {}, 1, {Q: ("Q#top", sk)}) for n, sk in enumerate(sks)]
+    create(store, *indexed)
+    got = store.query_index(Q, "Q#top", sk_prefix="a", limit=100).items
+    assert [it.indexes[Q][1] for it in got] == ["a", f"a{top}", f"a{top}b", f"a{top}{top}"]
+    got = store.query_index(Q, "Q#top", limit=100).items
+    assert [it.indexes[Q][1] for it in got] == sorted(sks)
+
+
 @pytest.mark.parametrize("limit", [0, -1, 1001])
 def test_limit_out_of_range_is_a_validation_error(store: Store, limit: int) -> None:
     with pytest.raises(TaskgateError) as caught:

@@ -1,0 +1,91 @@
+"""Process-wide wiring: which store, built once per process (per Lambda container).
+
+Settings come from the environment so the same handler code runs under `taskgate serve`
+and on Lambda:
+
+  TASKGATE_STORE            sqlite (default) | dynamodb
+  TASKGATE_DB               SQLite file (default ~/.taskgate/taskgate.db)
+  TASKGATE_TABLE            DynamoDB table name
+  TASKGATE_DYNAMODB_ENDPOINT  endpoint URL (DynamoDB Local, tests)
+  TASKGATE_ADMIN_TOKEN_HASH sha256 of the local admin token (set by `taskgate serve`)
+  TASKGATE_ADMIN_NAME       the human the admin token stands for (default: admin)
+  TASKGATE_ALLOWED_HOSTS    comma-separated Host values MCP accepts ("host:*" for any port)
+  TASKGATE_ALLOWED_ORIGINS  comma-separated Origin values MCP accepts
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from taskgate.service.context import Context
+from taskgate.store.port import Store
+
+
+@dataclass(frozen=True)
+class Settings:
+    store: str = "sqlite"
+    db_path: str = str(Path.home() / ".taskgate" / "taskgate.db")
+    table: str = ""
+    endpoint_url: str | None = None
+    region: str | None = None
+    admin_token_hash: str | None = None
+    admin_name: str = "admin"
+    allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+    allowed_origins: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            store=env.get("TASKGATE_STORE", "sqlite"),
+            db_path=env.get("TASKGATE_DB", cls.db_path),
+            table=env.get("TASKGATE_TABLE", ""),
+            endpoint_url=env.get("TASKGATE_DYNAMODB_ENDPOINT") or None,
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            admin_token_hash=env.get("TASKGATE_ADMIN_TOKEN_HASH") or None,
+            admin_name=env.get("TASKGATE_ADMIN_NAME") or "admin",
+            allowed_hosts=_csv(env.get("TASKGATE_ALLOWED_HOSTS")) or cls.allowed_hosts,
+            allowed_origins=_csv(env.get("TASKGATE_ALLOWED_ORIGINS")) or cls.allowed_origins,
+        )
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def open_store(settings: Settings) -> Store:
+    if settings.store == "dynamodb":
+        if not settings.table:
+            raise ValueError("TASKGATE_TABLE is required with TASKGATE_STORE=dynamodb")
+        from taskgate.store.dynamodb import DynamoDBStore  # boto3 only where it is used
+
+        return DynamoDBStore(settings.table, region_name=settings.region, endpoint_url=settings.endpoint_url)
+    if settings.store != "sqlite":
+        raise ValueError(f"unknown TASKGATE_STORE {settings.store!r} (sqlite or dynamodb)")
+    from taskgate.store.sqlite import SQLiteStore
+
+    Path(settings.db_path).parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(settings.db_path)
+
+
+_lock = threading.Lock()
+_current: tuple[Settings, Context] | None = None
+
+
+def context(settings: Settings | None = None) -> Context:
+    """The process's Context, rebuilt only when the settings change (a warm Lambda reuses it)."""
+    global _current
+    wanted = settings or Settings.from_env()
+    with _lock:
+        if _current is None or _current[0] != wanted:
+            if _current is not None:
+                _current[1].store.close()
+            _current = (wanted, Context(open_store(wanted)))
+        return _current[1]
+
+
+def settings() -> Settings:
+    return _current[0] if _current is not None else Settings.from_env()

@@ -1,0 +1,304 @@
+"""DynamoDB adapter specifics the conformance suite cannot see: storage format, which requests
+a commit costs, retries on TransactionConflict, and DynamoDB's paging quirks (short pages and a
+LastEvaluatedKey with nothing after it)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.store import cursor as cursors
+from taskgate.store.dynamodb import CONFLICT_RETRIES, DynamoDBStore
+from taskgate.store.port import Check, ConflictError, Delete, Item, Put
+from taskgate.store.schema import IndexName
+from tests.support.dynamo import SerializedClient, dynamodb_store
+
+Q = IndexName.QUEUE
+
+
+class Intercept:
+    """A client proxy: methods named in `overrides` go to the override (which gets the real
+    method as its first argument); everything else goes to the real client."""
+
+    def __init__(self, client: Any, **overrides: Callable[..., Any]) -> None:
+        self._client = client
+        self._overrides = overrides
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._client, name)
+        if name in self._overrides:
+            override = self._overrides[name]
+
+            def call(**kwargs: Any) -> Any:
+                self.calls.append(name)
+                return override(real, **kwargs)
+
+            return call
+        return real
+
+
+@pytest.fixture
+def dynamo() -> Iterator[DynamoDBStore]:
+    with dynamodb_store() as store:
+        store._sleep = lambda _s: None  # no real backoff in tests
+        yield store
+
+
+def operations(store: DynamoDBStore) -> list[str]:
+    """Record the name of every DynamoDB request the store's client sends."""
+    seen: list[str] = []
+
+    def record(model: Any, **_: Any) -> None:
+        seen.append(model.name)
+
+    store._client.meta.events.register("before-call.dynamodb", record)
+    return seen
+
+
+def client_error(code: str, operation: str, reasons: list[str] | None = None) -> ClientError:
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": code}}
+    if reasons is not None:
+        response["CancellationReasons"] = [{"Code": r} for r in reasons]
+    return ClientError(response, operation)  # type: ignore[arg-type]
+
+
+def test_storage_format(dynamo: DynamoDBStore) -> None:
+    it = Item("T#1", "META", {"b": [1, 2], "a": "é"}, 1, {Q: ("Q#p#ready", "0000000001#T#1")})
+    dynamo.commit([Put(it)])
+    raw = dynamo._client.get_item(TableName=dynamo.table_name, Key={"PK": {"S": "T#1"}, "SK": {"S": "META"}})
+    assert raw["Item"] == {
+        "PK": {"S": "T#1"},
+        "SK": {"S": "META"},
+        "V": {"N": "1"},
+        "D": {"S": json.dumps(it.data, separators=(",", ":"))},
+        "GSI1PK": {"S": "Q#p#ready"},
+        "GSI1SK": {"S": "0000000001#T#1"},
+    }
+
+
+def test_one_write_is_one_conditional_write_not_a_transaction(dynamo: DynamoDBStore) -> None:
+    seen = operations(dynamo)
+    dynamo.commit([Put(Item("T#1", "META", {}))])
+    dynamo.commit([Put(Item("T#1", "META", {}, 2), expected_version=1)])
+    dynamo.commit([Check("T#1", "META", expected_version=2)])
+    dynamo.commit([Delete("T#1", "META", expected_version=2)])
+    assert seen == ["PutItem", "PutItem", "GetItem", "DeleteItem"]
+    seen.clear()
+    dynamo.commit([Put(Item("T#1", "META", {})), Put(Item("T#1", "EV#1", {}))])
+    assert seen == ["TransactWriteItems"]
+
+
+def test_reads_cost_one_request_when_they_can(dynamo: DynamoDBStore) -> None:
+    dynamo.commit([Put(Item("P", f"{i}", {})) for i in range(5)])
+    seen = operations(dynamo)
+    assert dynamo.query("P", limit=5).cursor is None
+    assert dynamo.query("P", limit=4).cursor is not None
+    assert len(dynamo.get_many([("P", f"{i}") for i in range(5)])) == 5
+    assert seen == ["Query", "Query", "BatchGetItem"]
+
+
+def test_transaction_conflict_is_retried_then_succeeds(dynamo: DynamoDBStore) -> None:
+    failures = [2]
+
+    def flaky(real: Callable[..., Any], **kwargs: Any) -> Any:
+        if failures[0]:
+            failures[0] -= 1
+            raise client_error(
+                "TransactionCanceledException", "TransactWriteItems", ["None", "TransactionConflict"]
+            )
+        return real(**kwargs)
+
+    slept: list[float] = []
+    dynamo._client = Intercept(dynamo._client, transact_write_items=flaky)  # type: ignore[assignment]
+    dynamo._sleep = slept.append
+    dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
+    assert dynamo._client.calls == ["transact_write_items"] * 3  # type: ignore[attr-defined]
+    assert len(slept) == 2
+    assert all(0.010 <= s <= 0.200 for s in slept)
+    assert dynamo.get("A", "1") is not None
+
+
+def test_transaction_conflict_gives_up_with_a_conflict_error(dynamo: DynamoDBStore) -> None:
+    def always(real: Callable[..., Any], **kwargs: Any) -> Any:
+        raise client_error(
+            "TransactionCanceledException", "TransactWriteItems", ["None", "TransactionConflict"]
+        )
+
+    dynamo._client = Intercept(dynamo._client, transact_write_items=always)  # type: ignore[assignment]
+    with pytest.raises(ConflictError) as caught:
+        dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
+    assert caught.value.reason == "transaction conflict"
+    assert caught.value.failed == [("B", "1")]
+    assert dynamo._client.calls == ["transact_write_items"] * (CONFLICT_RETRIES + 1)  # type: ignore[attr-defined]
+
+
+def test_failed_condition_wins_over_transaction_conflict_and_is_not_retried(dynamo: DynamoDBStore) -> None:
+    def cancelled(real: Callable[..., Any], **kwargs: Any) -> Any:
+        raise client_error(
+            "TransactionCanceledException",
+            "TransactWriteItems",
+            ["TransactionConflict", "ConditionalCheckFailed"],
+        )
+
+    dynamo._client = Intercept(dynamo._client, transact_write_items=cancelled)  # type: ignore[assignment]
+    with pytest.raises(ConflictError) as caught:
+        dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
+    assert caught.value.failed == [("B", "1")]
+    assert caught.value.reason == "condition failed"
+    assert dynamo._client.calls == ["transact_write_items"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("reasons", [["None", "ThrottlingError"], ["ValidationError", "None"], None])
+def test_other_cancellations_are_not_conflicts(dynamo: DynamoDBStore, reasons: list[str] | None) -> None:
+    def cancelled(real: Callable[..., Any], **kwargs: Any) -> Any:
+        raise client_error("TransactionCanceledException", "TransactWriteItems", reasons)
+
+    dynamo._client = Intercept(dynamo._client, transact_write_items=cancelled)  # type: ignore[assignment]
+    with pytest.raises(ClientError):
+        dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
+
+
+def test_single_write_transaction_conflict_is_retried(dynamo: DynamoDBStore) -> None:
+    failures = [1]
+
+    def flaky(real: Callable[..., Any], **kwargs: Any) -> Any:
+        if failures[0]:
+            failures[0] -= 1
+            raise client_error("TransactionConflictException", "PutItem")
+        return real(**kwargs)
+
+    dynamo._client = Intercept(dynamo._client, put_item=flaky)  # type: ignore[assignment]
+    dynamo.commit([Put(Item("A", "1", {}))])
+    assert dynamo._client.calls == ["put_item", "put_item"]  # type: ignore[attr-defined]
+    assert dynamo.get("A", "1") is not None
+
+    def always(real: Callable[..., Any], **kwargs: Any) -> Any:
+        raise client_error("TransactionConflictException", "DeleteItem")
+
+    dynamo._client = Intercept(dynamo._client, delete_item=always)  # type: ignore[assignment]
+    with pytest.raises(ConflictError) as caught:
+        dynamo.commit([Delete("A", "1", expected_version=1)])
+    assert caught.value.reason == "transaction conflict"
+    assert caught.value.failed == [("A", "1")]
+
+
+def test_short_pages_and_empty_pages_with_a_last_evaluated_key(dynamo: DynamoDBStore) -> None:
+    """DynamoDB may stop before Limit (1 MB per response) and may hand back a LastEvaluatedKey
+    with no items at all; the adapter keeps reading so every page but the last is full."""
+    items = [Item("P", f"EV#{i:02d}", {"i": i}, 1, {Q: ("Q#p#ready", f"{i % 4}")}) for i in range(13)]
+    dynamo.commit([Put(it) for it in items])
+    empty_turn = [True]
+
+    def stingy(real: Callable[..., Any], **kwargs: Any) -> Any:
+        if empty_turn[0] and "ExclusiveStartKey" in kwargs:
+            empty_turn[0] = False  # once per page: an empty answer that says "go on"
+            return {"Items": [], "LastEvaluatedKey": kwargs["ExclusiveStartKey"]}
+        empty_turn[0] = True
+        return real(**{**kwargs, "Limit": min(kwargs["Limit"], 2)})
+
+    dynamo._client = Intercept(dynamo._client, query=stingy)  # type: ignore[assignment]
+    for descending in (False, True):
+        pages = []
+        cursor = None
+        while True:
+            page = dynamo.query("P", limit=5, cursor=cursor, descending=descending)
+            pages.append(page)
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        assert [len(p.items) for p in pages] == [5, 5, 3]
+        assert [it for p in pages for it in p.items] == (items[::-1] if descending else items)
+
+        got: list[Item] = []
+        cursor = None
+        while True:
+            page = dynamo.query_index(Q, "Q#p#ready", limit=4, cursor=cursor, descending=descending)
+            assert page.cursor is None or len(page.items) == 4
+            got.extend(page.items)
+            if page.cursor is None:
+                break
+            cursor = page.cursor
+        want = sorted(items, key=lambda it: (it.indexes[Q][1], it.pk, it.sk), reverse=descending)
+        assert got == want
+
+
+def test_get_many_asks_again_for_unprocessed_keys(dynamo: DynamoDBStore) -> None:
+    items = [Item("P", f"{i:03d}", {"i": i}) for i in range(30)]
+    dynamo.commit([Put(it) for it in items[:15]])
+    dynamo.commit([Put(it) for it in items[15:]])
+
+    def partial(real: Callable[..., Any], **kwargs: Any) -> Any:
+        request = kwargs["RequestItems"][dynamo.table_name]
+        keys, rest = request["Keys"][:7], request["Keys"][7:]
+        answer = real(RequestItems={dynamo.table_name: {**request, "Keys": keys}})
+        if rest:
+            answer["UnprocessedKeys"] = {dynamo.table_name: {**request, "Keys": rest}}
+        return answer
+
+    slept: list[float] = []
+    dynamo._sleep = slept.append
+    dynamo._client = Intercept(dynamo._client, batch_get_item=partial)  # type: ignore[assignment]
+    wanted = [("P", f"{i:03d}") for i in reversed(range(30))]
+    assert dynamo.get_many(wanted) == items[::-1]
+    assert dynamo._client.calls == ["batch_get_item"] * 5  # type: ignore[attr-defined]
+    assert len(slept) == 4
+
+
+def test_get_many_splits_into_batches_of_100(dynamo: DynamoDBStore) -> None:
+    seen = operations(dynamo)
+    assert dynamo.get_many([("P", f"{i}") for i in range(201)]) == []
+    assert seen == ["BatchGetItem"] * 3
+
+
+def test_cursor_outside_the_query_is_a_validation_error(dynamo: DynamoDBStore) -> None:
+    dynamo.commit([Put(Item("P", "EV#1", {})), Put(Item("P", "EV#2", {}))])
+    with pytest.raises(TaskgateError) as caught:
+        dynamo.query("P", sk_prefix="EV#", cursor=cursors.encode({"sk": "META"}))
+    assert caught.value.code is ErrorCode.VALIDATION
+    position = {"isk": "2024-06-01T00:00:00Z", "pk": "T#1", "sk": "META"}
+    with pytest.raises(TaskgateError):
+        dynamo.query_index(IndexName.LEASE, "L#1", sk_lt="2024-01-01", cursor=cursors.encode(position))
+    with pytest.raises(TaskgateError):
+        dynamo.query_index(IndexName.LEASE, "L#1", sk_prefix="2023", cursor=cursors.encode(position))
+    with pytest.raises(TaskgateError):
+        dynamo.query_index(IndexName.LEASE, "L#1", cursor=cursors.encode({**position, "pk": 7}))
+
+
+def test_validation_error_on_a_start_key_becomes_a_cursor_error(dynamo: DynamoDBStore) -> None:
+    """Real DynamoDB refuses a start key outside the key condition with a ValidationException;
+    from a cursor, that is the caller's error (E_VALIDATION); without one it is ours (raised)."""
+
+    def refuse(real: Callable[..., Any], **kwargs: Any) -> Any:
+        raise client_error("ValidationException", "Query")
+
+    dynamo._client = Intercept(dynamo._client, query=refuse)  # type: ignore[assignment]
+    with pytest.raises(TaskgateError) as caught:
+        dynamo.query("P", cursor=cursors.encode({"sk": "A"}))
+    assert caught.value.code is ErrorCode.VALIDATION
+    with pytest.raises(ClientError):
+        dynamo.query("P")
+
+
+def test_serialized_client_passes_exceptions_and_meta_through() -> None:
+    with dynamodb_store(serialized=True) as store:
+        client = store._client
+        assert isinstance(client, SerializedClient)
+        assert issubclass(client.exceptions.ConditionalCheckFailedException, ClientError)
+        assert client.meta.service_model.service_name == "dynamodb"
+        store.commit([Put(Item("A", "1", {}))])
+        try:
+            client.put_item(
+                TableName=store.table_name,
+                Item={"PK": {"S": "A"}, "SK": {"S": "1"}},
+                ConditionExpression="attribute_not_exists(PK)",
+            )
+        except client.exceptions.ConditionalCheckFailedException:
+            pass
+        else:  # pragma: no cover
+            pytest.fail("the conditional put should have failed")
