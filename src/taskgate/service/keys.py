@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from taskgate.auth import secrets
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
@@ -24,6 +25,7 @@ from taskgate.store.schema import IndexName
 NAME_RE = ACTOR_RE  # reuse the actor grammar for the name part
 MAX_SCOPE = 50
 ALL = "*"
+MAX_SCOPE = 50
 
 
 @dataclass
@@ -86,25 +88,17 @@ def create(
         created_at=now,
     )
     ops = [Put(records.credential_item(cred))]
-    # Key changes go to the history of every project they touch (seed 000: "with who").
-    for p in scope or [
-        i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))
-    ]:
-        ops.append(
-            put_event(
-                event(
-                    who,
-                    "key_created",
-                    project=p,
-                    at=now,
-                    key=cred.id,
-                    kind=kind.value,
-                    name=name,
-                    role=role.value if role else None,
-                    verifier_kind=verifier_kind.value if verifier_kind else None,
-                )
-            )
-        )
+    # Key changes go to the history of every project the key names (seed 000: "with who");
+    # a key for all projects goes to the global history, project "*".
+    for p in scope or [ALL]:
+        detail: dict[str, Any] = {
+            "key": cred.id,
+            "kind": kind.value,
+            "name": name,
+            "role": role.value if role else None,
+            "verifier_kind": verifier_kind.value if verifier_kind else None,
+        }
+        ops.append(put_event(event(who, "key_created", project=p, at=now, **detail)))
     ctx.commit(ops)
     return Minted(cred.model_copy(update={"version": 1}), secret)
 
@@ -128,15 +122,17 @@ def revoke(ctx: Context, who: Acting, key_id: str) -> tuple[Credential, list[str
         raise TaskgateError(ErrorCode.WRONG_STATE, f"key {key_id} is already revoked")
     now = ctx.clock.now()
     new = old.model_copy(update={"revoked_at": now, "revoked_by": who.actor})
-    scope = old.projects or [
-        i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))
-    ]
     ops = [Put(records.credential_item(new), old.version)]
-    ops += [put_event(event(who, "key_revoked", project=p, at=now, key=key_id)) for p in scope]
-    ctx.commit(ops[:100])
+    ops += [
+        put_event(event(who, "key_revoked", project=p, at=now, key=key_id)) for p in old.projects or [ALL]
+    ]
+    ctx.commit(ops)
     warnings = []
     if old.kind is CredentialKind.VERIFIER and old.verifier_kind is VerifierKind.LOCAL:
-        for p in scope:
+        covered = old.projects or [
+            i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))
+        ]
+        for p in covered:
             proj = ctx.project(p)
             if proj.verification_on and not projects.live_local_verifier_keys(ctx, p):
                 warnings.append(

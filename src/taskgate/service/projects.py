@@ -190,7 +190,9 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
 def history(
     ctx: Context, who: Acting, name: str, *, limit: int = 50, cursor: str | None = None
 ) -> tuple[list[HistoryEvent], str | None]:
-    authorize(Op.READ, who, project=name)
-    ctx.project(name)
+    """A project's history, newest first; project "*" holds changes to keys that cover every project."""
+    authorize(Op.READ, who, project=None if name == "*" else name)
+    if name != "*":
+        ctx.project(name)
     page: Page = ctx.store.query(f"PH#{name}", limit=limit, cursor=cursor, descending=True)
     return [records.load(HistoryEvent, i) for i in page.items], page.cursor

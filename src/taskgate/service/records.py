@@ -15,6 +15,7 @@ KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import zlib
 from datetime import datetime
@@ -96,9 +97,13 @@ def key_hash_pk(key_hash: str) -> str:
     return f"KH#{key_hash}"
 
 
+_SEQ = itertools.count()
+
+
 def stamp(at: datetime) -> str:
-    """A sort key that orders by time and never collides between writers."""
-    return f"{iso(at)}#{secrets.token_hex(4)}"
+    """A sort key that orders by time (then by order of writing within this process) and never
+    collides between writers."""
+    return f"{iso(at)}#{next(_SEQ):012d}{secrets.token_hex(3)}"
 
 
 def _body(model: BaseModel) -> dict[str, Any]:

@@ -132,8 +132,12 @@ class SQLiteStore:
         descending: bool = False,
     ) -> Page:
         _check_limit(limit)
-        where = ["pk = ?", "sk >= ?", "sk < ?"]
-        args: list[Any] = [pk, sk_prefix, _prefix_end(sk_prefix)]
+        where = ["pk = ?", "sk >= ?"]
+        args: list[Any] = [pk, sk_prefix]
+        end = _prefix_end(sk_prefix)
+        if end is not None:
+            where.append("sk < ?")
+            args.append(end)
         if cursor:
             last = cursors.decode(cursor).get("sk")
             if not isinstance(last, str):
@@ -166,8 +170,12 @@ class SQLiteStore:
     ) -> Page:
         _check_limit(limit)
         ipk, isk = _INDEX_COLS[index]
-        where = [f"{ipk} = ?", f"{isk} >= ?", f"{isk} < ?"]
-        args: list[Any] = [pk, sk_prefix, _prefix_end(sk_prefix)]
+        where = [f"{ipk} = ?", f"{isk} >= ?"]
+        args: list[Any] = [pk, sk_prefix]
+        end = _prefix_end(sk_prefix)
+        if end is not None:
+            where.append(f"{isk} < ?")
+            args.append(end)
         if sk_lt is not None:
             where.append(f"{isk} < ?")
             args.append(sk_lt)
@@ -239,6 +247,16 @@ def _check_limit(limit: int) -> None:
         raise invalid("limit must be between 1 and 1000")
 
 
-def _prefix_end(prefix: str) -> str:
-    """The smallest string greater than every string starting with prefix."""
-    return prefix + "\U0010ffff" if prefix else "\U0010ffff"
+def _prefix_end(prefix: str) -> str | None:
+    """The smallest string greater than every string starting with prefix; None when there is
+    none (the prefix is empty or all U+10FFFF). SQLite compares TEXT as UTF-8 bytes, which is
+    code point order, so this is the last character incremented (skipping the surrogates,
+    which no stored string holds), dropping trailing U+10FFFF first."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars.pop()) + 1
+        if code <= 0x10FFFF:
+            if 0xD800 <= code <= 0xDFFF:
+                code = 0xE000
+            return "".join(chars) + chr(code)
+    return None
