@@ -1,1 +1,1 @@
-
+"""`taskgate serve`: the cloud's Lambda handlers, run in one local process."""

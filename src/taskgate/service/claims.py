@@ -37,7 +37,8 @@ from taskgate.service.transitions import end_attempt, move
 from taskgate.store.schema import IndexName
 
 COMMIT_SHA_LEN = (7, 64)
-CANDIDATES = 5  # under contention, pick among the top few ready tasks at random
+CANDIDATES = 5  # pick among the top few ready tasks at random: best first, yet racers spread out
+MAX_CANDIDATES = 64
 
 
 def lease_expired(task: Task, now: datetime) -> bool:
@@ -133,17 +134,20 @@ def claim(
             raise
     ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
+    window = CANDIDATES
     for _ in range(200):
-        page = ctx.store.query_index(IndexName.QUEUE, pk, limit=CANDIDATES)
+        page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
         if not page.items:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         candidate = records.load(Task, random.choice(page.items))
         try:
             return _claim_one(ctx, who, candidate, lease_minutes)
         except TaskgateError as exc:
-            # A lost race (conflict) or a stale index entry (wrong state): try another.
+            # A lost race (conflict) or a stale index entry (wrong state): try another, from a
+            # wider window, so many racing agents spread out instead of colliding again.
             if exc.code not in (ErrorCode.CONFLICT, ErrorCode.WRONG_STATE):
                 raise
+            window = min(window * 2, MAX_CANDIDATES)
     raise TaskgateError(ErrorCode.CONFLICT, "too much contention for ready tasks; try again")
 
 

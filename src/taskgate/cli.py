@@ -1,0 +1,263 @@
+"""The `taskgate` command. Everything but `serve` talks to the REST API (local or cloud)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from taskgate import __version__
+from taskgate.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, Client, resolve_token
+
+Out = Callable[[Any, str], None]
+
+
+def _client(args: argparse.Namespace) -> Client:
+    data_dir = Path(args.data_dir) if getattr(args, "data_dir", None) else None
+    return Client(args.server, resolve_token(args.token, data_dir))
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
+    if args.json:
+        print(json.dumps(payload, indent=None, sort_keys=True))
+    else:
+        print(text)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    from taskgate.local.serve import ServeOptions, serve
+
+    if args.store == "dynamodb" and not args.table:
+        raise SystemExit("taskgate serve: --store dynamodb needs --table")
+    serve(
+        ServeOptions(
+            data_dir=Path(args.data_dir).expanduser(),
+            host=args.host,
+            port=args.port,
+            store=args.store,
+            table=args.table or "",
+            endpoint_url=args.endpoint_url,
+            admin_name=args.admin_name,
+        )
+    )
+
+
+def cmd_project_create(args: argparse.Namespace) -> None:
+    body = {"name": args.name, "repo": args.repo, "description": args.description or ""}
+    p = _client(args).call("POST", "/api/projects", body)
+    _emit(args, p, f"created project {p['name']} (repo {p.get('repo') or '-'})")
+
+
+def cmd_project_list(args: argparse.Namespace) -> None:
+    out = _client(args).call("GET", "/api/projects")
+    items = out["items"] if isinstance(out, dict) else out
+    _emit(args, out, "\n".join(f"{p['name']}\t{p.get('repo', '')}" for p in items) or "(no projects)")
+
+
+def cmd_key_create(args: argparse.Namespace) -> None:
+    body: dict[str, Any] = {"kind": args.kind, "name": args.name, "projects": args.project or []}
+    if args.kind == "agent":
+        body["role"] = args.role
+        body["delegations"] = args.delegate or []
+    else:
+        body["verifier_kind"] = args.verifier_kind
+    out = _client(args).call("POST", "/api/keys", body)
+    cred = out["credential"]
+    text = (
+        f"created {cred['kind']} key {cred['id']} for {cred['name']}\n"
+        f"key (shown once, store it now): {out['key']}"
+    )
+    _emit(args, out, text)
+
+
+def cmd_key_list(args: argparse.Namespace) -> None:
+    out = _client(args).call("GET", "/api/keys")
+    items = out["items"] if isinstance(out, dict) else out
+    lines = [
+        f"{k['id']}\t{k['kind']}\t{k['name']}\t{k.get('role') or k.get('verifier_kind') or ''}\t"
+        f"{'revoked' if k.get('revoked_at') else 'live'}\t{','.join(k.get('projects') or []) or '*'}"
+        for k in items
+    ]
+    _emit(args, out, "\n".join(lines) or "(no keys)")
+
+
+def cmd_key_revoke(args: argparse.Namespace) -> None:
+    out = _client(args).call("POST", f"/api/keys/{args.id}/revoke")
+    warnings = out.get("warnings") or []
+    _emit(args, out, "\n".join([f"revoked {args.id}", *[f"warning: {w}" for w in warnings]]))
+
+
+def cmd_mcp_config(args: argparse.Namespace) -> None:
+    url = args.server.rstrip("/") + "/mcp"
+    key = args.key or "$TASKGATE_AGENT_KEY"
+    config = {
+        "mcpServers": {args.name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}
+    }
+    claude = f'claude mcp add --transport http {args.name} {url} --header "Authorization: Bearer {key}"'
+    text = (
+        "# Claude Code:\n"
+        f"{claude}\n\n"
+        "# Any MCP client (Streamable HTTP), e.g. .mcp.json:\n"
+        f"{json.dumps(config, indent=2)}"
+    )
+    _emit(args, {"url": url, "claude": claude, "config": config}, text)
+
+
+def cmd_task_accept(args: argparse.Namespace) -> None:
+    t = _client(args).call("POST", f"/api/tasks/{args.id}/accept")
+    _emit(args, t, f"{t['id']} is {t['status']}")
+
+
+def cmd_task_reopen(args: argparse.Namespace) -> None:
+    t = _client(args).call("POST", f"/api/tasks/{args.id}/reopen", {"findings": args.finding})
+    _emit(args, t, f"{t['id']} is {t['status']}")
+
+
+def cmd_task_cancel(args: argparse.Namespace) -> None:
+    t = _client(args).call("POST", f"/api/tasks/{args.id}/cancel", {"reason": args.reason or ""})
+    _emit(args, t, f"{t['id']} is {t['status']}")
+
+
+def cmd_task_list(args: argparse.Namespace) -> None:
+    out = _client(args).call("GET", f"/api/projects/{args.project}/tasks", query={"status": args.status})
+    lines = [f"{t['id']}\t{t['status']}\t{t['priority']}\t{t['title']}" for t in out["items"]]
+    _emit(args, out, "\n".join(lines) or "(no tasks)")
+
+
+def cmd_verification(args: argparse.Namespace) -> None:
+    out = _client(args).call("PUT", f"/api/projects/{args.project}/verification", {"on": args.state == "on"})
+    _emit(args, out, f"verification is {'on' if out['on'] else 'off'} for {args.project}")
+
+
+def cmd_spec_export(args: argparse.Namespace) -> None:
+    out = _client(args).call("GET", f"/api/projects/{args.project}/specs/{args.spec}/markdown")
+    target = Path(args.repo) / out["path"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(out["markdown"])
+    _emit(args, {**out, "written": str(target)}, f"wrote {target}")
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--server",
+        default=os.environ.get("TASKGATE_SERVER", DEFAULT_SERVER),
+        help="taskgate URL (env TASKGATE_SERVER; default %(default)s)",
+    )
+    common.add_argument(
+        "--token", default=None, help="bearer token (env TASKGATE_TOKEN; default: the local admin token)"
+    )
+    common.add_argument(
+        "--data-dir", default=None, help="local data dir holding admin-token (default ~/.taskgate)"
+    )
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = argparse.ArgumentParser(
+        prog="taskgate", description="Task board and verification gate for AI coding agents."
+    )
+    p.add_argument("--version", action="version", version=f"taskgate {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run MCP, REST API, board and sweeper in one process")
+    s.add_argument("--data-dir", default=os.environ.get("TASKGATE_DATA_DIR", str(DEFAULT_DATA_DIR)))
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--store", choices=["sqlite", "dynamodb"], default="sqlite")
+    s.add_argument("--table", default=None, help="DynamoDB table (with --store dynamodb)")
+    s.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint URL (e.g. DynamoDB Local)")
+    s.add_argument(
+        "--admin-name",
+        default=os.environ.get("USER") or "admin",
+        help="the human the admin token stands for (default: $USER)",
+    )
+    s.set_defaults(func=cmd_serve)
+
+    proj = sub.add_parser("project", help="projects").add_subparsers(dest="sub", required=True)
+    c = proj.add_parser("create", parents=[common])
+    c.add_argument("name")
+    c.add_argument("--repo", required=True, help="path or URL of the git repository")
+    c.add_argument("--description", default="")
+    c.set_defaults(func=cmd_project_create)
+    proj.add_parser("list", parents=[common]).set_defaults(func=cmd_project_list)
+
+    key = sub.add_parser("key", help="agent and verifier keys").add_subparsers(dest="sub", required=True)
+    kc = key.add_parser("create", help="mint a key (shown once)").add_subparsers(dest="kind", required=True)
+    ka = kc.add_parser("agent", parents=[common])
+    ka.add_argument("name")
+    ka.add_argument("--role", choices=["executor", "architect"], default="executor")
+    ka.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
+    ka.add_argument("--delegate", action="append", help="human:<name> this key may act for (repeatable)")
+    ka.set_defaults(func=cmd_key_create)
+    kv = kc.add_parser("verifier", parents=[common])
+    kv.add_argument("name", nargs="?", default="verifier")
+    kv.add_argument("--kind", dest="verifier_kind", choices=["local", "reviewer"], required=True)
+    kv.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
+    kv.set_defaults(func=cmd_key_create)
+    key.add_parser("list", parents=[common]).set_defaults(func=cmd_key_list)
+    kr = key.add_parser("revoke", parents=[common])
+    kr.add_argument("id")
+    kr.set_defaults(func=cmd_key_revoke)
+
+    m = sub.add_parser("mcp-config", parents=[common], help="print MCP client configuration")
+    m.add_argument("--name", default="taskgate")
+    m.add_argument(
+        "--key", default=None, help="agent key to embed (default: $TASKGATE_AGENT_KEY placeholder)"
+    )
+    m.set_defaults(func=cmd_mcp_config)
+
+    task = sub.add_parser("task", help="human actions on tasks").add_subparsers(dest="sub", required=True)
+    ta = task.add_parser("accept", parents=[common])
+    ta.add_argument("id")
+    ta.set_defaults(func=cmd_task_accept)
+    tr = task.add_parser("reopen", parents=[common])
+    tr.add_argument("id")
+    tr.add_argument("--finding", action="append", required=True, help="what the next attempt must fix")
+    tr.set_defaults(func=cmd_task_reopen)
+    tc = task.add_parser("cancel", parents=[common])
+    tc.add_argument("id")
+    tc.add_argument("--reason", default="")
+    tc.set_defaults(func=cmd_task_cancel)
+    tl = task.add_parser("list", parents=[common])
+    tl.add_argument("project")
+    tl.add_argument("--status", default=None)
+    tl.set_defaults(func=cmd_task_list)
+
+    v = sub.add_parser("verification", parents=[common], help="switch verification on or off")
+    v.add_argument("state", choices=["on", "off"])
+    v.add_argument("project")
+    v.set_defaults(func=cmd_verification)
+
+    spec = sub.add_parser("spec", help="specs").add_subparsers(dest="sub", required=True)
+    se = spec.add_parser("export", parents=[common], help="write specs/SPEC-n.md into a repository")
+    se.add_argument("spec")
+    se.add_argument("--project", required=True)
+    se.add_argument("--repo", required=True)
+    se.set_defaults(func=cmd_spec_export)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except ApiError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": exc.body, "status": exc.status}))
+        else:
+            print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

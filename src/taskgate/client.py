@@ -1,0 +1,69 @@
+"""A small REST client for the CLI: the CLI talks to the API, so it works against local and cloud.
+
+Stdlib urllib on purpose: the CLI makes a handful of JSON calls and should start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SERVER = "http://127.0.0.1:8765"
+DEFAULT_DATA_DIR = Path.home() / ".taskgate"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+        super().__init__(f"{body.get('code', status)}: {body.get('message', '')}")
+
+
+def resolve_token(explicit: str | None, data_dir: Path | None) -> str | None:
+    if explicit:
+        return explicit
+    if os.environ.get("TASKGATE_TOKEN"):
+        return os.environ["TASKGATE_TOKEN"]
+    path = (data_dir or Path(os.environ.get("TASKGATE_DATA_DIR", DEFAULT_DATA_DIR))) / "admin-token"
+    return path.read_text().strip() if path.is_file() else None
+
+
+class Client:
+    def __init__(self, server: str, token: str | None, *, timeout: float = 30.0) -> None:
+        self.server = server.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        url = self.server + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                payload = json.loads(raw)
+            except ValueError:
+                payload = {"code": f"HTTP_{exc.code}", "message": raw.decode("utf-8", "replace")[:500]}
+            raise ApiError(
+                exc.code, payload if isinstance(payload, dict) else {"message": str(payload)}
+            ) from exc
+        except urllib.error.URLError as exc:
+            raise ApiError(
+                0, {"code": "E_UNREACHABLE", "message": f"cannot reach {self.server}: {exc.reason}"}
+            ) from exc
+        return json.loads(raw) if raw else None

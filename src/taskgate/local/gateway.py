@@ -1,0 +1,140 @@
+"""The local stand-in for API Gateway: an ASGI app that routes each request, as a v2 event, to
+the same Lambda handler function the cloud runs (in a worker thread), and serves the board."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from taskgate.local.events import from_response, to_event
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+Scope = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[dict[str, Any]], Any]
+
+MAX_BODY = 1024 * 1024  # the MCP and REST handlers enforce the same bound; this keeps memory flat
+WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
+
+
+class LambdaContext:
+    """The bits of the Lambda context object handlers may read."""
+
+    function_name = "taskgate-local"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:local:000000000000:function:taskgate-local"
+    memory_limit_in_mb = 1024
+    aws_request_id = "local"
+    log_group_name = "local"
+    log_stream_name = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def _mcp_handler() -> Handler:
+    from taskgate.mcp.handler import handler  # imported on first use: the MCP SDK is slow to import
+
+    return handler
+
+
+def _api_handler() -> Handler:
+    from taskgate.api.handler import handler
+
+    return handler
+
+
+class Gateway:
+    def __init__(self, web_root: Path = WEB_ROOT, *, max_body: int = MAX_BODY) -> None:
+        self.web_root = web_root
+        self.max_body = max_body
+        self._handlers: dict[str, Handler] = {}
+        self._context = LambdaContext()
+
+    def warm(self) -> None:
+        """Import the handlers before the first request, as a provisioned Lambda would be."""
+        self.handler_for("/mcp")
+        self.handler_for("/api")
+
+    def handler_for(self, path: str) -> Handler | None:
+        if path == "/mcp" or path.startswith("/mcp/"):
+            key, load = "mcp", _mcp_handler
+        elif path == "/api" or path.startswith("/api/"):
+            key, load = "api", _api_handler
+        else:
+            return None
+        if key not in self._handlers:
+            self._handlers[key] = load()
+        return self._handlers[key]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body:
+                await self._send(
+                    send, 413, {"code": "E_VALIDATION", "message": f"body over {self.max_body} bytes"}
+                )
+                return
+        path: str = scope["path"]
+        handler = self.handler_for(path)
+        if handler is None:
+            await self._static(send, scope["method"], path)
+            return
+        event = to_event(
+            method=scope["method"],
+            path=path,
+            query=scope.get("query_string", b""),
+            headers=scope.get("headers", []),
+            body=body,
+            client=scope.get("client"),
+        )
+        response = await anyio.to_thread.run_sync(handler, event, self._context)
+        status, headers, payload = from_response(response)
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _send(self, send: Send, status: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _static(self, send: Send, method: str, path: str) -> None:
+        if method not in ("GET", "HEAD"):
+            await self._send(send, 405, {"code": "E_VALIDATION", "message": "method not allowed"})
+            return
+        root = self.web_root.resolve()
+        target = (root / path.lstrip("/")).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_relative_to(root) or not target.is_file():
+            await self._send(send, 404, {"code": "E_NOT_FOUND", "message": f"{path} not found"})
+            return
+        payload = target.read_bytes()
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        headers = [
+            (b"content-type", ctype.encode()),
+            (b"content-length", str(len(payload)).encode()),
+            (b"cache-control", b"no-cache"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload if method == "GET" else b""})

@@ -1,0 +1,122 @@
+"""`taskgate serve`: MCP + REST + board + lease sweeper in one process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from taskgate.auth import secrets
+
+log = logging.getLogger("taskgate.serve")
+
+SWEEP_EVERY_S = 30.0
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    store: str = "sqlite"
+    table: str = ""
+    endpoint_url: str | None = None
+    admin_name: str = "admin"
+
+
+def admin_token(data_dir: Path) -> tuple[str, Path]:
+    """The admin token, created on first start, kept in <data-dir>/admin-token with mode 0600."""
+    path = data_dir / "admin-token"
+    if path.exists():
+        token = path.read_text().strip()
+        if token.startswith(secrets.ADMIN_PREFIX):
+            os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+            return token, path
+    token = secrets.mint(secrets.ADMIN_PREFIX)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+    return token, path
+
+
+def configure(options: ServeOptions) -> Path:
+    """Set the environment the handlers read (runtime.Settings), as Lambda's would be."""
+    options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    token, token_path = admin_token(options.data_dir)
+    os.environ["TASKGATE_ADMIN_TOKEN_HASH"] = secrets.digest(token)
+    os.environ["TASKGATE_ADMIN_NAME"] = options.admin_name
+    os.environ["TASKGATE_STORE"] = options.store
+    if options.store == "sqlite":
+        os.environ["TASKGATE_DB"] = str(options.data_dir / "taskgate.db")
+    else:
+        os.environ["TASKGATE_TABLE"] = options.table
+        if options.endpoint_url:
+            os.environ["TASKGATE_DYNAMODB_ENDPOINT"] = options.endpoint_url
+    if options.host not in ("127.0.0.1", "localhost", "::1"):
+        hosts = os.environ.get("TASKGATE_ALLOWED_HOSTS", "127.0.0.1:*,localhost:*,[::1]:*")
+        os.environ["TASKGATE_ALLOWED_HOSTS"] = f"{hosts},{options.host}:*"
+    return token_path
+
+
+class Sweeper(threading.Thread):
+    """Runs the sweeper function's handler every SWEEP_EVERY_S until stopped."""
+
+    def __init__(self, every_s: float = SWEEP_EVERY_S) -> None:
+        super().__init__(name="taskgate-sweeper", daemon=True)
+        self.every_s = every_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        from taskgate.scheduled.sweeper import handler
+
+        while not self.stopped.wait(self.every_s):
+            try:
+                handler({}, None)
+            except Exception:  # a failed sweep is retried next tick; expiry is enforced on access anyway
+                log.exception("sweep failed")
+
+
+def serve(options: ServeOptions) -> None:
+    import uvicorn
+
+    from taskgate import runtime
+    from taskgate.local.gateway import Gateway
+
+    token_path = configure(options)
+    ctx = runtime.context()  # opens (and migrates) the store before the first request
+    gateway = Gateway()
+    gateway.warm()
+    sweeper = Sweeper()
+    sweeper.start()
+    base = f"http://{'[' + options.host + ']' if ':' in options.host else options.host}:{options.port}"
+    print(f"taskgate serving on {base}", flush=True)
+    print(f"  board:       {base}/", flush=True)
+    print(f"  MCP:         {base}/mcp", flush=True)
+    print(f"  REST API:    {base}/api  (docs: {base}/api/docs)", flush=True)
+    print(f"  admin token: {token_path}", flush=True)
+    print(f"  store:       {options.store} {os.environ.get('TASKGATE_DB') or options.table}", flush=True)
+    config = uvicorn.Config(
+        gateway,
+        host=options.host,
+        port=options.port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
+    # uvicorn traps SIGINT/SIGTERM, finishes in-flight requests, then re-raises the signal to
+    # the handler that was installed before it: make that one a no-op so we close the store and
+    # exit 0. Every acknowledged write was committed before its response was sent.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+    try:
+        uvicorn.Server(config).run()
+    finally:
+        sweeper.stopped.set()
+        sweeper.join(timeout=5)
+        ctx.store.close()
+        print("taskgate stopped", flush=True)

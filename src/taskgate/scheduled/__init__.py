@@ -1,0 +1,1 @@
+"""Handlers of the scheduled (non-HTTP) Lambda functions."""

@@ -1,0 +1,110 @@
+"""`taskgate serve` as a user runs it: a real subprocess, real HTTP, a real SQLite file."""
+
+from __future__ import annotations
+
+import signal
+import stat
+import threading
+from pathlib import Path
+
+from tests.support.server import running
+
+
+def test_serve_starts_answers_health_and_writes_the_admin_token_0600(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with running(data) as server:
+        status, body = server.request("GET", "/api/health")
+        assert status == 200 and body["status"] == "ok"
+        token_file = data / "admin-token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert server.admin_token.startswith("tgh_")
+        assert (data / "taskgate.db").is_file()
+        out = server.stop()
+    assert f"{server.url}/mcp" in out and str(token_file) in out and "taskgate stopped" in out
+
+
+def test_unauthenticated_requests_get_401(tmp_path: Path) -> None:
+    with running(tmp_path / "d") as server:
+        status, body = server.request("GET", "/api/projects")
+        assert status == 401 and body["code"] == "E_UNAUTHORIZED"
+        status, body = server.request("GET", "/api/projects", token="tgh_not-the-token")
+        assert status == 401
+
+
+def test_sigterm_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    """Writers hammer the server; SIGTERM arrives mid-stream; every write that got a 2xx is
+    there after a restart on the same data dir."""
+    data = tmp_path / "d"
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    with running(data) as server:
+        token = server.admin_token
+        stop = threading.Event()
+
+        def writer(n: int) -> None:
+            i = 0
+            while not stop.is_set() and i < 200:
+                name = f"p{n}-{i}"
+                try:
+                    status, _ = server.request(
+                        "POST", "/api/projects", {"name": name, "repo": "/r"}, token=token
+                    )
+                except OSError:
+                    return
+                if status in (200, 201):
+                    with lock:
+                        acknowledged.append(name)
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        while len(acknowledged) < 20:
+            threading.Event().wait(0.02)
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.communicate(timeout=30)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    assert server.proc.returncode == 0
+    with running(data) as again:
+        status, body = again.request("GET", "/api/projects", token=again.admin_token)
+        assert status == 200
+        names = {p["name"] for p in (body["items"] if isinstance(body, dict) else body)}
+        missing = sorted(set(acknowledged) - names)
+        assert missing == [], f"{len(missing)} acknowledged writes lost"
+
+
+def test_the_admin_token_survives_restarts(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    with running(data) as server:
+        first = server.admin_token
+    with running(data) as server:
+        assert server.admin_token == first
+        status, _ = server.request("GET", "/api/projects", token=first)
+        assert status == 200
+
+
+def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> None:
+    import json
+
+    with running(tmp_path / "d") as server:
+        r = server.cli("project", "create", "demo", "--repo", "/tmp/repo", "--json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["name"] == "demo"
+        r = server.cli("key", "create", "agent", "bob", "--role", "architect", "--project", "demo", "--json")
+        assert r.returncode == 0, r.stderr
+        minted = json.loads(r.stdout)
+        assert minted["key"].startswith("tga_") and minted["credential"]["role"] == "architect"
+        r = server.cli("key", "list", "--json")
+        listed = json.loads(r.stdout)
+        items = listed["items"] if isinstance(listed, dict) else listed
+        assert [k["id"] for k in items] == [minted["credential"]["id"]]
+        assert minted["key"] not in r.stdout  # never shown again
+        r = server.cli("key", "revoke", minted["credential"]["id"], "--json")
+        assert r.returncode == 0, r.stderr
+        r = server.cli("project", "create", "Bad Name", "--repo", "/r", "--json")
+        assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "E_VALIDATION"
+        r = server.cli("mcp-config", "--key", minted["key"], "--json")
+        cfg = json.loads(r.stdout)
+        assert cfg["claude"].startswith(f"claude mcp add --transport http taskgate {server.url}/mcp")

@@ -1,0 +1,131 @@
+"""Run `taskgate serve` as a real subprocess on a temp data dir and a free port."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TASKGATE = str(Path(sys.executable).with_name("taskgate"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    data_dir: Path
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def admin_token(self) -> str:
+        return (self.data_dir / "admin-token").read_text().strip()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                raw = resp.read()
+                return resp.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                return exc.code, json.loads(raw)
+            except ValueError:
+                return exc.code, raw.decode("utf-8", "replace")
+
+    def cli(self, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "TASKGATE_SERVER": self.url}
+        env.pop("TASKGATE_TOKEN", None)
+        if token:
+            env["TASKGATE_TOKEN"] = token
+        return subprocess.run(
+            [TASKGATE, *args, "--data-dir", str(self.data_dir)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def stop(self, sig: int = signal.SIGTERM) -> str:
+        self.proc.send_signal(sig)
+        out, _ = self.proc.communicate(timeout=30)
+        return out
+
+
+def start(
+    data_dir: Path,
+    *,
+    port: int | None = None,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> Server:
+    port = port or free_port()
+    proc = subprocess.Popen(
+        [TASKGATE, "serve", "--data-dir", str(data_dir), "--port", str(port), *(extra or [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    server = Server(proc, data_dir, port)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"taskgate serve exited {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+            )
+        try:
+            status, _ = server.request("GET", "/api/health")
+            if status == 200:
+                return server
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("taskgate serve did not answer /api/health in time")
+
+
+@contextmanager
+def running(data_dir: Path, **kw: Any) -> Iterator[Server]:
+    server = start(data_dir, **kw)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.communicate(timeout=30)

@@ -1,0 +1,117 @@
+"""The brief stays under its budget, cutting the least relevant parts first; BM25 ranking."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from taskgate.domain import brief as briefs
+from taskgate.domain.models import Attempt, AttemptEnding, Criterion, Decision, Note, Project, Status, Task
+from taskgate.domain.search import Doc, rank
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _task(**kw: object) -> Task:
+    base: dict[str, object] = dict(
+        id="p-1",
+        project="p",
+        number=1,
+        title="Add health endpoint",
+        status=Status.READY,
+        created_by="human:a",
+        created_at=T0,
+        updated_at=T0,
+        status_changed_at=T0,
+    )
+    base.update(kw)
+    return Task.model_validate(base)
+
+
+def _decision(n: int, body: str, spec: str | None = None) -> Decision:
+    return Decision(
+        id=f"DEC-{n}",
+        project="p",
+        number=n,
+        title=f"decision {n}",
+        body=body,
+        spec_id=spec,
+        created_by="agent:a",
+        created_at=T0,
+    )
+
+
+PROJECT = Project(name="p", created_by="human:a", created_at=T0)
+
+
+def _build(**kw: object) -> dict[str, object]:
+    args: dict[str, object] = dict(
+        task=_task(),
+        project=PROJECT,
+        spec=None,
+        criteria=[Criterion(id="AC-p-1.1", text="returns 200")],
+        linked_decisions=[],
+        ranked_decisions=[],
+        dependencies=[],
+        notes=[],
+    )
+    args.update(kw)
+    return briefs.build(**args)  # type: ignore[arg-type]
+
+
+def test_a_small_brief_is_whole() -> None:
+    b = _build(ranked_decisions=[_decision(1, "use json")])
+    assert b["truncated"] == []
+    assert b["decisions"] == [{"id": "DEC-1", "title": "decision 1", "body": "use json", "why": "search"}]
+    assert "classname.name" in str(b["test_ref_rule"])
+
+
+def test_a_huge_brief_fits_and_cuts_search_ranked_decisions_and_notes_first() -> None:
+    linked = [_decision(1, "spec decision " * 20, spec="SPEC-1")]
+    ranked = [_decision(i, "ranked words " * 60) for i in range(2, 7)]
+    notes = [
+        Note(id=f"n{i}", task_id="p-1", project="p", author="agent:a", body="note " * 100, at=T0)
+        for i in range(10)
+    ]
+    attempts = [
+        Attempt(
+            number=i,
+            actor="agent:a",
+            credential_id="k",
+            started_at=T0,
+            ended_at=T0,
+            ending=AttemptEnding.FAILED,
+            used=True,
+            findings=["broke " * 50],
+        )
+        for i in range(1, 4)
+    ]
+    b = _build(
+        task=_task(description="long " * 3000, attempts=attempts),
+        linked_decisions=linked,
+        ranked_decisions=ranked,
+        notes=notes,
+    )
+    size = len(json.dumps(b, separators=(",", ":"), default=str))
+    assert size <= briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
+    truncated = b["truncated"]
+    assert isinstance(truncated, list)
+    assert "a search-ranked decision" in truncated and "oldest note" in truncated
+    decisions = b["decisions"]
+    assert isinstance(decisions, list)
+    assert [d["id"] for d in decisions] == ["DEC-1"]  # the spec-linked decision survives
+    prev = b["previous_attempts"]
+    assert isinstance(prev, list) and prev and prev[-1]["attempt"] == 3  # the latest attempt survives
+
+
+def test_bm25_ranks_relevant_docs_first_and_drops_non_matches() -> None:
+    docs = [
+        Doc("a", "use postgres for storage"),
+        Doc("b", "health endpoint returns json status ok"),
+        Doc("c", "health checks run every minute; health endpoint is public"),
+        Doc("d", "unrelated"),
+    ]
+    ranked = rank("health endpoint", docs)
+    assert [i for i, _ in ranked] == ["c", "b"]
+    assert rank("the of and", docs) == []  # stop words only
+    assert len(rank("health", docs, limit=1)) == 1

@@ -1,0 +1,96 @@
+"""The lifecycle table as data: lookups, guards, attempt and error accounting."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.lifecycle import TABLE, Action, Guard, find_move, land
+from taskgate.domain.models import Status
+
+
+def _allowed(source: Status | None, action: Action, on: bool) -> bool:
+    return any(
+        m.source == source
+        and m.action == action
+        and (m.guard is None or (m.guard is Guard.VERIFICATION_OFF) != on)
+        for m in TABLE
+    )
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_every_pair_outside_the_table_is_wrong_state(on: bool) -> None:
+    sources: list[Status | None] = [None, *Status]
+    checked = 0
+    for source, action in itertools.product(sources, Action):
+        if _allowed(source, action, on):
+            assert find_move(source, action, verification_on=on).action is action
+            continue
+        with pytest.raises(TaskgateError) as err:
+            find_move(source, action, verification_on=on)
+        assert err.value.code is ErrorCode.WRONG_STATE
+        assert err.value.current_status == (source.value if source else None)
+        checked += 1
+    assert checked > 200  # the table is small; most pairs are refused
+
+
+def test_table_has_no_duplicate_unguarded_rows() -> None:
+    seen = set()
+    for m in TABLE:
+        key = (m.source, m.action, m.guard)
+        assert key not in seen, key
+        seen.add(key)
+
+
+def test_accept_and_reopen_from_needs_verification_depend_on_the_switch() -> None:
+    assert find_move(Status.NEEDS_VERIFICATION, Action.ACCEPT, verification_on=False).target is Status.DONE
+    with pytest.raises(TaskgateError, match="verification is on"):
+        find_move(Status.NEEDS_VERIFICATION, Action.ACCEPT, verification_on=True)
+    with pytest.raises(TaskgateError, match="verification is on"):
+        find_move(Status.NEEDS_VERIFICATION, Action.REOPEN, verification_on=True)
+    assert find_move(Status.VERIFIED, Action.ACCEPT, verification_on=False).target is Status.DONE
+
+
+def test_the_last_attempt_sends_to_needs_human_instead_of_ready() -> None:
+    fail = find_move(Status.CLAIMED, Action.FAIL_OTHER)
+    assert land(fail, attempts_used=0, max_attempts=3, verifier_errors_in_row=0).target is Status.READY
+    assert land(fail, attempts_used=1, max_attempts=3, verifier_errors_in_row=0).target is Status.READY
+    last = land(fail, attempts_used=2, max_attempts=3, verifier_errors_in_row=0)
+    assert (last.target, last.attempts_used, last.exhausted) == (Status.NEEDS_HUMAN, 3, True)
+    release = find_move(Status.CLAIMED, Action.RELEASE)
+    assert land(release, attempts_used=2, max_attempts=3, verifier_errors_in_row=0).target is Status.READY
+    dependency = find_move(Status.CLAIMED, Action.FAIL_DEPENDENCY)  # to blocked, not ready
+    assert (
+        land(dependency, attempts_used=2, max_attempts=3, verifier_errors_in_row=0).target is Status.BLOCKED
+    )
+
+
+def test_third_verifier_error_in_a_row_goes_to_needs_human() -> None:
+    err = find_move(Status.NEEDS_VERIFICATION, Action.VERIFY_ERROR)
+    one = land(err, attempts_used=0, max_attempts=3, verifier_errors_in_row=0)
+    two = land(err, attempts_used=0, max_attempts=3, verifier_errors_in_row=one.verifier_errors_in_row)
+    three = land(err, attempts_used=0, max_attempts=3, verifier_errors_in_row=two.verifier_errors_in_row)
+    assert [one.target, two.target, three.target] == [
+        Status.NEEDS_VERIFICATION,
+        Status.NEEDS_VERIFICATION,
+        Status.NEEDS_HUMAN,
+    ]
+    assert three.attempts_used == 0
+    passed = land(
+        find_move(Status.NEEDS_VERIFICATION, Action.VERIFY_PASS),
+        attempts_used=0,
+        max_attempts=3,
+        verifier_errors_in_row=2,
+    )
+    assert passed.verifier_errors_in_row == 0
+
+
+def test_cancel_from_any_status_but_done() -> None:
+    for s in Status:
+        if s in (Status.DONE, Status.CANCELLED):
+            with pytest.raises(TaskgateError):
+                find_move(s, Action.CANCEL)
+        else:
+            assert find_move(s, Action.CANCEL).target is Status.CANCELLED

@@ -1,0 +1,80 @@
+"""Who may take which action (DESIGN.md section 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.models import AgentRole, Risk, VerifierKind
+from taskgate.domain.permissions import RULES, Op, Role, authorize
+from taskgate.domain.principals import Acting, Principal, PrincipalKind, acting, human
+
+EXEC = Principal(PrincipalKind.AGENT, "bob", "k1", role=AgentRole.EXECUTOR, delegations=("human:alice",))
+ARCH = Principal(PrincipalKind.AGENT, "ann", "k2", role=AgentRole.ARCHITECT)
+LOCAL = Principal(PrincipalKind.VERIFIER, "ci", "k3", verifier_kind=VerifierKind.LOCAL)
+REVIEWER = Principal(PrincipalKind.VERIFIER, "rv", "k4", verifier_kind=VerifierKind.REVIEWER)
+SCOPED = Principal(PrincipalKind.AGENT, "sam", "k5", role=AgentRole.EXECUTOR, projects=("alpha",))
+
+
+def _may(who: Acting, op: Op, **kw: object) -> bool:
+    try:
+        authorize(op, who, **kw)  # type: ignore[arg-type]
+    except TaskgateError as exc:
+        assert exc.code is ErrorCode.FORBIDDEN
+        return False
+    return True
+
+
+HUMAN_ONLY = [
+    Op.CREATE_PROJECT,
+    Op.REOPEN,
+    Op.CANCEL,
+    Op.RESOLVE,
+    Op.SET_VERIFICATION,
+    Op.SET_VERIFIER_CONFIG,
+    Op.MANAGE_KEYS,
+    Op.REVISE_SPEC,
+]
+
+
+@pytest.mark.parametrize("op", HUMAN_ONLY)
+def test_human_only_actions(op: Op) -> None:
+    assert _may(acting(human("alice")), op)
+    for p in (EXEC, ARCH, LOCAL, REVIEWER):
+        assert not _may(acting(p), op)
+
+
+def test_architect_approves_low_risk_only() -> None:
+    assert _may(acting(ARCH), Op.APPROVE_SPEC, risk=Risk.LOW)
+    assert not _may(acting(ARCH), Op.APPROVE_SPEC, risk=Risk.MEDIUM)
+    assert not _may(acting(ARCH), Op.APPROVE_SPEC, risk=Risk.HIGH)
+    assert not _may(acting(EXEC), Op.APPROVE_SPEC, risk=Risk.LOW)
+    assert _may(acting(human("alice")), Op.APPROVE_SPEC, risk=Risk.HIGH)
+
+
+def test_delegation_gives_human_permissions_within_limits() -> None:
+    delegated = acting(EXEC, on_behalf_of="human:alice")
+    assert _may(delegated, Op.ACCEPT, risk=Risk.LOW)
+    assert not _may(delegated, Op.ACCEPT, risk=Risk.MEDIUM)
+    assert _may(delegated, Op.REOPEN)
+    for op in (Op.SET_VERIFICATION, Op.SET_VERIFIER_CONFIG, Op.MANAGE_KEYS):
+        assert not _may(delegated, op)  # switches and keys are made on the board
+    assert not _may(acting(EXEC), Op.ACCEPT, risk=Risk.LOW)
+
+
+def test_verifiers_only_verify() -> None:
+    assert _may(acting(LOCAL), Op.VERIFY) and not _may(acting(LOCAL), Op.REVIEW)
+    assert _may(acting(REVIEWER), Op.REVIEW) and not _may(acting(REVIEWER), Op.VERIFY)
+    for op in (Op.CLAIM, Op.WORK, Op.ACCEPT, Op.CREATE_TASK):
+        assert not _may(acting(LOCAL), op)
+    assert not _may(acting(human("alice")), Op.VERIFY)
+
+
+def test_key_scope_limits_projects() -> None:
+    assert _may(acting(SCOPED), Op.CLAIM, project="alpha")
+    assert not _may(acting(SCOPED), Op.CLAIM, project="beta")
+
+
+def test_every_op_has_a_rule() -> None:
+    assert set(RULES) == set(Op)
+    assert all(RULES[op] <= set(Role) for op in Op)
