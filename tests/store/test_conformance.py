@@ -445,6 +445,7 @@ ISKS = ["a", "ab", "abc", "abd", "ab\U0001f600", "ac", "b", "ba", "\u00e9", "\U0
         ("ab", "z"),
         ("a", "ab\U0001f600"),
         ("zz", "zzz"),
+        ("", ""),
     ],
 )
 def test_index_prefix_and_lt_match_a_brute_force_oracle(
@@ -497,14 +498,17 @@ def test_exactly_limit_items_end_with_no_cursor(store: Store, total: int, pages:
     assert got_desc == items[::-1]
 
 
-def test_exactly_limit_items_in_an_index_end_with_no_cursor(store: Store) -> None:
+@pytest.mark.parametrize("sk_prefix", ["", "00"])
+def test_exactly_limit_items_in_an_index_end_with_no_cursor(store: Store, sk_prefix: str) -> None:
+    # with the prefix, one more item of the partition follows the last match
     create(store, *[queued(f"t{i}", i) for i in range(5)], queued("x", 1, status="claimed"))
-    page = store.query_index(Q, "Q#p#ready", limit=5)
-    assert len(page.items) == 5
+    store.commit([Put(Item("T#y", "META", {"id": "y"}, 1, {Q: ("Q#p#ready", "9#y")}))])
+    page = store.query_index(Q, "Q#p#ready", sk_prefix=sk_prefix, limit=5 if sk_prefix else 6)
+    assert len(page.items) == (5 if sk_prefix else 6)
     assert page.cursor is None
-    page = store.query_index(Q, "Q#p#ready", limit=4)
+    page = store.query_index(Q, "Q#p#ready", sk_prefix="00", limit=4)
     assert page.cursor is not None
-    rest = store.query_index(Q, "Q#p#ready", limit=4, cursor=page.cursor)
+    rest = store.query_index(Q, "Q#p#ready", sk_prefix="00", limit=4, cursor=page.cursor)
     assert [it.data["id"] for it in rest.items] == ["t4"]
     assert rest.cursor is None
 

@@ -219,7 +219,7 @@ class DynamoDBStore:
         # A key condition allows one predicate on the sort key, and a filter expression may not
         # name a key attribute. With both sk_prefix and sk_lt, the matching sort keys are
         # [sk_prefix, sk_lt) intersected with "starts with sk_prefix":
-        # - sk_lt <= sk_prefix: nothing matches.
+        # - sk_lt <= sk_prefix: nothing matches (below).
         # - sk_lt does not start with sk_prefix (so it lies above every such key): begins_with only.
         # - sk_lt starts with sk_prefix: ascending, query begins_with and stop at the first key
         #   >= sk_lt; descending, query "< sk_lt" and stop at the first key without the prefix.
@@ -230,9 +230,11 @@ class DynamoDBStore:
         stop: Callable[[RawItem], bool] | None = None
         use_prefix = bool(sk_prefix)
         lt = sk_lt
+        if sk_lt is not None and sk_lt <= sk_prefix:
+            # every key with the prefix is >= sk_prefix >= sk_lt (this also spares DynamoDB an
+            # empty string in the key condition, which it refuses)
+            return Page([], None)
         if sk_prefix and sk_lt is not None:
-            if sk_lt <= sk_prefix:
-                return Page([], None)
             if not sk_lt.startswith(sk_prefix):
                 lt = None
             elif descending:
