@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: venv, install, lint, types, tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev]'
+echo "== ruff"
+.venv/bin/ruff check src tests bench functions
+.venv/bin/ruff format --check src tests bench functions
+echo "== mypy"
+.venv/bin/mypy src
+echo "== pytest"
+.venv/bin/pytest -n 2 "$@"
