@@ -18,6 +18,7 @@ import pytest
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.store import cursor as cursors
 from taskgate.store.port import (
+    MAX_ITEM_BYTES,
     MAX_OPS_PER_COMMIT,
     Check,
     ConflictError,
@@ -214,6 +215,9 @@ INVALID_COMMITS: dict[str, list[Op]] = {
     "new item not at version 1": [Put(item("T#1", "META", version=2))],
     "update not at expected + 1": [Put(item("T#1", "META", version=3), expected_version=1)],
     "update keeping the version": [Put(item("T#1", "META", version=1), expected_version=1)],
+    "empty sort key": [Put(item("T#1", ""))],
+    "empty index key": [Put(Item("T#1", "META", {}, 1, {IndexName.QUEUE: ("Q#p#ready", "")}))],
+    "body over the item limit": [Put(item("T#1", "META", blob="x" * MAX_ITEM_BYTES))],
 }
 
 

@@ -110,7 +110,16 @@ def _claim_one(ctx: Context, who: Acting, task: Task, lease_minutes: int | None)
         attempt=number,
         lease_minutes=minutes,
     )
-    ctx.commit([put_task(task, new), put_event(ev)])
+    try:
+        ctx.commit([put_task(task, new), put_event(ev)])
+    except TaskgateError as exc:
+        # A write whose response was lost and retried reports a conflict with itself: if the
+        # stored claim is ours, the claim landed.
+        if exc.code is ErrorCode.CONFLICT:
+            stored = ctx.task(task.id)
+            if stored.claim is not None and stored.claim.token_hash == claim.token_hash:
+                return Claimed(stored, token)
+        raise
     return Claimed(new.model_copy(update={"version": task.version + 1}), token)
 
 

@@ -7,6 +7,7 @@ commit of several writes applies all of them or none.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -61,6 +62,8 @@ def key_of(op: Op) -> tuple[str, str]:
 
 
 MAX_OPS_PER_COMMIT = 100  # DynamoDB's transaction limit; both adapters enforce it alike
+# DynamoDB caps an item at 400 KB including attribute names and index keys; leave headroom.
+MAX_ITEM_BYTES = 380_000
 
 
 def validate_ops(ops: Sequence[Op]) -> None:
@@ -72,11 +75,18 @@ def validate_ops(ops: Sequence[Op]) -> None:
     keys = [key_of(op) for op in ops]
     if len(set(keys)) != len(keys):
         raise ValueError("a commit may touch each item once")
+    if any(not pk or not sk for pk, sk in keys):
+        raise ValueError("keys must not be empty (DynamoDB refuses empty key strings)")
     for op in ops:
         if isinstance(op, Put):
             want = 1 if op.expected_version is None else op.expected_version + 1
             if op.item.version != want:
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: version must be {want}")
+            if any(not ipk or not isk for ipk, isk in op.item.indexes.values()):
+                raise ValueError(f"{op.item.pk}/{op.item.sk}: index keys must not be empty")
+            size = len(json.dumps(op.item.data, separators=(",", ":")).encode())
+            if size > MAX_ITEM_BYTES:
+                raise ValueError(f"{op.item.pk}/{op.item.sk}: body of {size} bytes is over {MAX_ITEM_BYTES}")
         elif not isinstance(op, Delete | Check):
             raise TypeError(f"unknown op {op!r}")
 

@@ -213,7 +213,11 @@ class SQLiteStore:
     def commit(self, ops: Sequence[Op]) -> None:
         validate_ops(ops)
         db = self._conn()
-        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            # The write lock was not free within busy_timeout: nothing was written, like a lost race.
+            raise ConflictError([key_of(op) for op in ops], reason=f"database busy ({exc})") from exc
         try:
             failed = []
             for op in ops:
