@@ -40,6 +40,24 @@ HINTS: dict[ErrorCode, str] = {
 }
 
 
+# The HTTP status each code answers with on the REST API (and the MCP transport's HTTP layer).
+# One table, so a client can rely on status and code agreeing everywhere.
+HTTP_STATUS: dict[ErrorCode, int] = {
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.SELF_ACCEPT: 403,
+    ErrorCode.SELF_VERIFY: 403,
+    ErrorCode.IDENTITY_MISMATCH: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.NOTHING_READY: 404,
+    ErrorCode.WRONG_STATE: 409,
+    ErrorCode.STALE_CLAIM: 409,
+    ErrorCode.CONFLICT: 409,
+    ErrorCode.VALIDATION: 422,
+    ErrorCode.EMPTY_CRITERIA: 422,
+}
+
+
 class TaskgateError(Exception):
     """A refusal with a stable code. Raised by rules and services; never means a partial write."""
 

@@ -43,7 +43,7 @@ def create(ctx: Context, who: Acting, name: str, *, repo: str = "", description:
         ctx.commit(ops)
     except TaskgateError as exc:
         raise TaskgateError(ErrorCode.CONFLICT, f"project {name} already exists") from exc
-    return project
+    return project.model_copy(update={"version": 1})
 
 
 def get(ctx: Context, who: Acting, name: str) -> Project:

@@ -85,15 +85,22 @@ class BatchResult:
     refused: list[dict[str, Any]] = field(default_factory=list)
 
 
-def accept_batch(ctx: Context, who: Acting, task_ids: list[str]) -> BatchResult:
-    """Accept low-risk tasks one commit each; each refusal is reported, none stops the rest."""
+def accept_batch(
+    ctx: Context, who: Acting, task_ids: list[str], *, project: str | None = None
+) -> BatchResult:
+    """Accept low-risk tasks one commit each; each refusal is reported, none stops the rest.
+    With `project`, ids of other projects are refused (the board accepts per project)."""
     if not task_ids:
         raise invalid("task_ids must name at least one task")
     if len(task_ids) > MAX_BATCH or len(set(task_ids)) != len(task_ids):
         raise invalid(f"task_ids: at most {MAX_BATCH} distinct tasks")
+    if project is not None:
+        ctx.project(project)
     out = BatchResult()
     for tid in task_ids:
         try:
+            if project is not None and parse_task_id(tid)[0] != project:
+                raise invalid(f"{tid} is not a task of project {project}")
             out.accepted.append(accept(ctx, who, tid, batch=True))
         except TaskgateError as exc:
             out.refused.append({"task_id": tid, **exc.to_dict()})

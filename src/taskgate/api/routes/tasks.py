@@ -1,0 +1,133 @@
+"""Tasks: list and create per project, read one with its history, runs and notes; and what
+humans do with submitted work: accept (one, or a low-risk batch), reopen, cancel, resolve."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from taskgate import runtime
+from taskgate.api.access import Access, caller, route
+from taskgate.api.schemas import (
+    BatchAccept,
+    BatchResult,
+    CancelIn,
+    ReopenIn,
+    ResolveIn,
+    TaskCreate,
+    TaskDetail,
+    TaskOut,
+    TaskPage,
+    TaskWritten,
+)
+from taskgate.domain.models import Status
+from taskgate.service import review, tasks
+
+H = Access.HUMAN
+TAGS = ("tasks",)
+
+
+@route("GET", "/api/projects/<project>/tasks", H, summary="List tasks (by status: queue order)", tags=TAGS)
+def list_tasks(
+    project: str,
+    status: Annotated[Status | None, Query()] = None,
+    spec_id: Annotated[str | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query()] = None,
+) -> TaskPage:
+    items, next_cursor = tasks.list_tasks(
+        runtime.context(), caller(), project, status=status, spec_id=spec_id, limit=limit, cursor=cursor
+    )
+    return TaskPage(items=[TaskOut.of(t) for t in items], cursor=next_cursor)
+
+
+@route("POST", "/api/projects/<project>/tasks", H, summary="Create a task", status=201, tags=TAGS, body=True)
+def create_task(project: str, body: TaskCreate) -> TaskWritten:
+    written = tasks.create(
+        runtime.context(),
+        caller(),
+        project,
+        title=body.title,
+        description=body.description,
+        spec_id=body.spec_id,
+        spec_criteria=body.spec_criteria,
+        criteria=body.criteria,
+        blocked_by=body.blocked_by,
+        priority=body.priority,
+        risk=body.risk,
+        verification_commands=body.verification_commands,
+        max_attempts=body.max_attempts,
+    )
+    return TaskWritten(task=TaskOut.of(written.task), warnings=written.warnings)
+
+
+@route("GET", "/api/tasks/<task_id>", H, summary="A task with its history, runs and notes", tags=TAGS)
+def get_task(task_id: str) -> TaskDetail:
+    ctx, who = runtime.context(), caller()
+    task = tasks.get(ctx, who, task_id)
+    return TaskDetail(
+        task=TaskOut.of(task),
+        history=tasks.history(ctx, who, task_id),
+        runs=tasks.runs(ctx, who, task_id),
+        notes=tasks.notes(ctx, who, task_id),
+    )
+
+
+@route("POST", "/api/tasks/<task_id>/accept", H, summary="Accept one task (any risk)", tags=TAGS)
+def accept_task(task_id: str) -> TaskOut:
+    return TaskOut.of(review.accept(runtime.context(), caller(), task_id))
+
+
+@route(
+    "POST",
+    "/api/projects/<project>/accept",
+    H,
+    summary="Accept low-risk tasks in a batch; medium and high risk are refused (accept them one by one)",
+    tags=TAGS,
+    body=True,
+)
+def accept_batch(project: str, body: BatchAccept) -> BatchResult:
+    out = review.accept_batch(runtime.context(), caller(), body.task_ids, project=project)
+    return BatchResult.model_validate(
+        {"accepted": [TaskOut.of(t) for t in out.accepted], "refused": out.refused}
+    )
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/reopen",
+    H,
+    summary="Send submitted, verified or done work back with findings",
+    tags=TAGS,
+    body=True,
+)
+def reopen_task(task_id: str, body: ReopenIn) -> TaskOut:
+    return TaskOut.of(review.reopen(runtime.context(), caller(), task_id, findings=body.findings))
+
+
+@route("POST", "/api/tasks/<task_id>/cancel", H, summary="Cancel a task", tags=TAGS, body=True)
+def cancel_task(task_id: str, body: Annotated[CancelIn | None, Body()] = None) -> TaskOut:
+    reason = body.reason if body is not None else ""
+    return TaskOut.of(review.cancel(runtime.context(), caller(), task_id, reason=reason))
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/resolve",
+    H,
+    summary="Answer a task in needs_human: requeue, block, revise_spec, reverify or cancel",
+    tags=TAGS,
+    body=True,
+)
+def resolve_task(task_id: str, body: ResolveIn) -> TaskOut:
+    return TaskOut.of(
+        review.resolve(
+            runtime.context(),
+            caller(),
+            task_id,
+            body.resolution,
+            blocked_by=body.blocked_by,
+            note=body.note,
+        )
+    )

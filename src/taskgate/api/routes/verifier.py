@@ -1,0 +1,76 @@
+"""Verifier endpoints: verifier keys only. A local key finds waiting work, starts and finishes
+runs; a reviewer key records its judgement of review criteria. The server decides the outcome."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from taskgate import runtime
+from taskgate.api.access import Access, caller, route
+from taskgate.api.schemas import FinishIn, ReviewIn, RunFinished, RunWork, StartRun, WaitingWork
+from taskgate.domain.models import VerificationRun
+from taskgate.service import verification
+
+TAGS = ("verifier",)
+RUN = "/api/verifier/runs/<task_id>/<run_id>"
+
+
+@route(
+    "GET",
+    "/api/verifier/work",
+    Access.LOCAL_VERIFIER,
+    summary="Tasks of a project waiting for verification",
+    tags=TAGS,
+)
+def waiting_work(project: Annotated[str, Query()]) -> WaitingWork:
+    waiting = verification.waiting(runtime.context(), caller(), project)
+    return WaitingWork(items=[t.id for t in waiting])
+
+
+@route(
+    "POST",
+    "/api/verifier/runs",
+    Access.LOCAL_VERIFIER,
+    summary="Start a run on one waiting task (one live run per task)",
+    status=201,
+    tags=TAGS,
+    body=True,
+)
+def start_run(body: StartRun) -> RunWork:
+    started = verification.start(runtime.context(), caller(), task_id=body.task_id)
+    return RunWork.model_validate(started.work)
+
+
+@route(
+    "POST",
+    f"{RUN}/review",
+    Access.REVIEWER,
+    summary="Record the reviewer's results for review criteria",
+    tags=TAGS,
+    body=True,
+)
+def review_run(task_id: str, run_id: str, body: ReviewIn) -> VerificationRun:
+    return verification.record_review(runtime.context(), caller(), task_id, run_id, body.results)
+
+
+@route(
+    "POST",
+    f"{RUN}/finish",
+    Access.LOCAL_VERIFIER,
+    summary="Send checks and evidence; the server decides passed, failed or error",
+    tags=TAGS,
+    body=True,
+)
+def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
+    run, task = verification.finish(
+        runtime.context(),
+        caller(),
+        task_id,
+        run_id,
+        checks=body.checks,
+        results=body.results,
+        error=body.error,
+    )
+    return RunFinished(run=run, task_status=task.status)

@@ -1,0 +1,353 @@
+"""Request and response bodies of the REST API.
+
+Requests are validated here for shape only (types, required fields, no unknown fields); every
+rule (ranges, names, who may do what) stays in domain/ and service/, which answer E_VALIDATION
+themselves. Responses reuse the domain records where they hold nothing secret; tasks and keys
+get their own shapes so no hash (claim token, key) ever leaves the server.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgate.domain.errors import ErrorCode
+from taskgate.domain.models import (
+    AgentRole,
+    Attempt,
+    Credential,
+    CredentialKind,
+    Criterion,
+    CriterionInput,
+    Finding,
+    HistoryEvent,
+    Note,
+    Phase,
+    Project,
+    Risk,
+    Spec,
+    Status,
+    Task,
+    VerificationRun,
+    VerifierKind,
+)
+from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.verifier_config import VerifierConfig
+from taskgate.service.review import Resolution
+
+
+class In(BaseModel):
+    """A request body: unknown fields are an error, so a typo never passes silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+class ErrorBody(Out):
+    code: ErrorCode
+    message: str
+    current_status: str | None = Field(
+        default=None,
+        description="The record's status now (a task's, or a spec's) when that is why it refused.",
+    )
+    missing: list[str] | None = Field(
+        default=None, description="Only when switching verification on is refused: what the project lacks."
+    )
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+class Health(Out):
+    status: Literal["ok"]
+    version: str
+
+
+# -- projects ---------------------------------------------------------------------------------
+
+
+class ProjectCreate(In):
+    name: str = Field(description="lowercase letters, digits and '-', 1-40 chars")
+    repo: str = ""
+    description: str = ""
+
+
+class ProjectPatch(In):
+    max_attempts: int | None = None
+    lease_minutes: int | None = None
+    description: str | None = None
+    repo: str | None = None
+
+
+class ExecutionDefaultsIn(In):
+    verification_commands: list[str] | None = None
+    conventions: list[str] | None = None
+
+
+class ProjectList(Out):
+    items: list[Project]
+
+
+class HistoryPage(Out):
+    items: list[HistoryEvent]
+    cursor: str | None
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+class ClaimOut(Out):
+    """A live claim as the board shows it: who and until when (never the token's hash)."""
+
+    actor: str
+    credential_id: str
+    attempt: int
+    claimed_at: datetime
+    expires_at: datetime
+    lease_minutes: int
+    phase: Phase
+    last_heartbeat_at: datetime | None
+
+
+class TaskOut(Out):
+    id: str
+    project: str
+    number: int
+    title: str
+    description: str
+    status: Status
+    priority: int
+    risk: Risk
+    spec_id: str | None
+    spec_criteria: list[str]
+    criteria: list[Criterion]
+    blocked_by: list[str]
+    verification_commands: list[str] | None
+    max_attempts: int | None
+    attempts_used: int
+    attempts: list[Attempt]
+    findings: list[Finding]
+    claim: ClaimOut | None
+    live_run: str | None
+    verifier_errors_in_row: int
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    status_changed_at: datetime
+    version: int
+
+    @classmethod
+    def of(cls, task: Task) -> TaskOut:
+        data = task.model_dump(exclude={"claim"})
+        claim = task.claim.model_dump(exclude={"token_hash"}) if task.claim is not None else None
+        return cls.model_validate({**data, "claim": claim})
+
+
+class TaskCreate(In):
+    title: str
+    description: str = ""
+    spec_id: str | None = None
+    spec_criteria: list[str] | None = None
+    criteria: list[CriterionInput] | None = None
+    blocked_by: list[str] | None = None
+    priority: int = 0
+    risk: Risk | None = None
+    verification_commands: list[str] | None = None
+    max_attempts: int | None = None
+
+
+class TaskWritten(Out):
+    task: TaskOut
+    warnings: list[str]
+
+
+class TaskPage(Out):
+    items: list[TaskOut]
+    cursor: str | None
+
+
+class TaskDetail(Out):
+    task: TaskOut
+    history: list[HistoryEvent]
+    runs: list[VerificationRun]
+    notes: list[Note]
+
+
+class BatchAccept(In):
+    task_ids: list[str]
+
+
+class Refusal(Out):
+    task_id: str
+    code: ErrorCode
+    message: str
+    current_status: str | None = None
+
+
+class BatchResult(Out):
+    accepted: list[TaskOut]
+    refused: list[Refusal]
+
+
+class ReopenIn(In):
+    findings: list[str] = Field(description="What the next attempt must fix; at least one.")
+
+
+class CancelIn(In):
+    reason: str = ""
+
+
+class ResolveIn(In):
+    resolution: Resolution
+    blocked_by: list[str] | None = None
+    note: str = ""
+
+
+# -- specs ------------------------------------------------------------------------------------
+
+
+class SpecCreate(In):
+    title: str
+    body: str = ""
+    risk: Risk = Risk.LOW
+    criteria: list[CriterionInput]
+
+
+class SpecRevise(In):
+    title: str | None = None
+    body: str | None = None
+    risk: Risk | None = None
+    criteria: list[CriterionInput] | None = None
+
+
+class SpecPage(Out):
+    items: list[Spec]
+    cursor: str | None
+
+
+class SpecApproved(Out):
+    spec: Spec
+    moved: list[str] = Field(description="Backlog tasks the approval moved to ready (or blocked).")
+
+
+class SpecMarkdown(Out):
+    path: str
+    markdown: str
+
+
+# -- verification switch and config -----------------------------------------------------------
+
+
+class VerificationState(Out):
+    on: bool
+    missing: list[str] = Field(description="What the project lacks before verification can be on.")
+    warnings: list[str]
+
+
+class VerificationSwitch(In):
+    on: bool
+
+
+class VerifierConfigOut(Out):
+    config: VerifierConfig | None
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+class CredentialOut(Out):
+    id: str
+    kind: CredentialKind
+    name: str
+    role: AgentRole | None
+    verifier_kind: VerifierKind | None
+    projects: list[str]
+    delegations: list[str]
+    created_by: str
+    created_at: datetime
+    revoked_at: datetime | None
+    revoked_by: str | None
+    live: bool
+
+    @classmethod
+    def of(cls, cred: Credential) -> CredentialOut:
+        data = cred.model_dump(exclude={"key_hash", "version"})
+        return cls.model_validate({**data, "live": cred.live})
+
+
+class KeyCreate(In):
+    kind: CredentialKind
+    name: str
+    role: AgentRole | None = None
+    verifier_kind: VerifierKind | None = None
+    projects: list[str] | None = Field(default=None, description="Omit for a key that covers every project.")
+    delegations: list[str] | None = Field(
+        default=None, description="human:<name> this agent key may act for."
+    )
+
+
+class KeyMinted(Out):
+    key: str = Field(description="The secret. Shown once: only its hash is stored.")
+    credential: CredentialOut
+
+
+class KeyList(Out):
+    items: list[CredentialOut]
+
+
+class KeyRevoked(Out):
+    credential: CredentialOut
+    warnings: list[str]
+
+
+# -- verifier endpoints -----------------------------------------------------------------------
+
+
+class WaitingWork(Out):
+    items: list[str] = Field(description="Ids of tasks waiting for verification, oldest submission first.")
+
+
+class StartRun(In):
+    task_id: str
+
+
+class RunSpec(Out):
+    id: str
+    title: str
+    body: str
+
+
+class RunWork(Out):
+    """Everything a verifier needs to run one task's checks (DESIGN.md section 4)."""
+
+    run_id: str
+    task_id: str
+    repo: str
+    commit_sha: str
+    config: VerifierConfig | None
+    criteria: list[Criterion]
+    command_criteria_allowed: bool
+    spec: RunSpec | None
+
+
+class ReviewIn(In):
+    results: dict[str, CriterionResult]
+
+
+class FinishIn(In):
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    results: dict[str, CriterionResult] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class RunFinished(Out):
+    run: VerificationRun
+    task_status: Status
