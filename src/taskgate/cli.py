@@ -136,6 +136,35 @@ def cmd_verification(args: argparse.Namespace) -> None:
     _emit(args, out, f"verification is {'on' if out['on'] else 'off'} for {args.project}")
 
 
+def cmd_task_show(args: argparse.Namespace) -> None:
+    out = _client(args).call("GET", f"/api/tasks/{args.id}")
+    t = out["task"]
+    lines = [
+        f"{t['id']}\t{t['status']}\t{t['title']}",
+        *[
+            f"  {e['at']}  {e['action']}  {e.get('from_status') or ''} -> {e.get('to_status') or ''}  {e['actor']}"
+            for e in out.get("history", [])
+        ],
+    ]
+    _emit(args, out, "\n".join(lines))
+
+
+def cmd_verifier_config(args: argparse.Namespace) -> None:
+    path = f"/api/projects/{args.project}/verifier-config"
+    if args.action == "set":
+        config = json.loads(Path(args.file).read_text() if args.file != "-" else sys.stdin.read())
+        out = _client(args).call("PUT", path, config)
+    else:
+        out = _client(args).call("GET", path)
+    _emit(args, out, json.dumps(out, indent=2))
+
+
+def cmd_spec_approve(args: argparse.Namespace) -> None:
+    out = _client(args).call("POST", f"/api/projects/{args.project}/specs/{args.spec}/approve")
+    moved = out.get("moved") or []
+    _emit(args, out, f"approved {args.spec}" + (f"; ready now: {', '.join(moved)}" if moved else ""))
+
+
 def cmd_spec_export(args: argparse.Namespace) -> None:
     out = _client(args).call("GET", f"/api/projects/{args.project}/specs/{args.spec}/markdown")
     target = Path(args.repo) / out["path"]
@@ -232,12 +261,26 @@ def build_parser() -> argparse.ArgumentParser:
     tl.add_argument("--status", default=None)
     tl.set_defaults(func=cmd_task_list)
 
+    ts = task.add_parser("show", parents=[common])
+    ts.add_argument("id")
+    ts.set_defaults(func=cmd_task_show)
+
+    vc = sub.add_parser("verifier-config", parents=[common], help="show or set a project's verifier config")
+    vc.add_argument("action", choices=["get", "set"])
+    vc.add_argument("project")
+    vc.add_argument("--file", default="-", help="JSON config for 'set' (default: stdin)")
+    vc.set_defaults(func=cmd_verifier_config)
+
     v = sub.add_parser("verification", parents=[common], help="switch verification on or off")
     v.add_argument("state", choices=["on", "off"])
     v.add_argument("project")
     v.set_defaults(func=cmd_verification)
 
     spec = sub.add_parser("spec", help="specs").add_subparsers(dest="sub", required=True)
+    sa = spec.add_parser("approve", parents=[common], help="approve a draft spec")
+    sa.add_argument("spec")
+    sa.add_argument("--project", required=True)
+    sa.set_defaults(func=cmd_spec_approve)
     se = spec.add_parser("export", parents=[common], help="write specs/SPEC-n.md into a repository")
     se.add_argument("spec")
     se.add_argument("--project", required=True)
