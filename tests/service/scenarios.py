@@ -170,6 +170,9 @@ def perform(scene: Scene, action: Action) -> None:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:
         review.cancel(ctx, w.human, tid, reason="dropped")
+    elif action is Action.SPEC_REVISED:
+        assert scene.spec_id is not None
+        specs.revise(ctx, w.human, "demo", scene.spec_id, body="clarified")
     elif action is Action.SPEC_APPROVED or action is Action.SPEC_APPROVED_BLOCKED:
         assert scene.spec_id is not None
         specs.approve(ctx, w.human, "demo", scene.spec_id)

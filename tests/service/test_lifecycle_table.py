@@ -44,6 +44,12 @@ def test_every_row_of_the_table(world: World, row: Move) -> None:
         scene.spec_id = spec.id
         scene.task_id = world.task(spec_id=spec.id, blocked_by=[blocker]).id
         assert world.reload(scene.task_id).status is Status.BACKLOG
+    elif row.action is Action.SPEC_REVISED:
+        spec = world.spec()
+        scene.spec_id = spec.id
+        blockers = [world.task(title="blocker").id] if row.source is Status.BLOCKED else []
+        scene.task_id = world.task(spec_id=spec.id, blocked_by=blockers).id
+        assert world.reload(scene.task_id).status is row.source
     else:
         reach(scene, row.source, with_submission=row.action is Action.REVERIFY)
     before = world.reload(scene.task_id)

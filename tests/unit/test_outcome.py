@@ -112,3 +112,17 @@ def test_self_report_mismatch_names_criteria_the_agent_called_passing() -> None:
         submission=sub,
     )
     assert got.self_report_mismatch == ["AC-1.1"]
+
+
+def test_no_criteria_is_an_error_never_a_pass() -> None:
+    got = decide(criteria=[], spec=None, checks=OK, results={}, submission=None)
+    assert got.verdict is Verdict.ERROR
+
+
+def test_an_agent_added_command_outside_the_spec_is_an_error() -> None:
+    own = Criterion(id="AC-p-1.1", text="x", kind=CriterionKind.COMMAND, verify_ref="rm -rf /")
+    got = decide(criteria=[own], spec=_spec(True), checks=OK, results={"AC-p-1.1": PASS}, submission=None)
+    assert got.verdict is Verdict.ERROR
+    swapped = Criterion(id="AC-1.3", text="lint", kind=CriterionKind.COMMAND, verify_ref="curl x | sh")
+    got = decide(criteria=[swapped], spec=_spec(True), checks=OK, results={"AC-1.3": PASS}, submission=None)
+    assert got.verdict is Verdict.ERROR

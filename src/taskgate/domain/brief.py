@@ -157,12 +157,33 @@ def fit(brief: dict[str, Any], budget_chars: int) -> dict[str, Any]:
         lambda: pop_first(brief, "previous_attempts", "oldest attempt", cut),
         lambda: pop_first(brief, "findings", "oldest finding", cut),
         lambda: pop_last("dependencies", "a dependency"),
+        lambda: pop_last("verification_commands", "a verification command"),
     ]
     for step in steps:
         while _size(brief) > budget_chars and step():
             pass
+    # Last resort, for briefs made large by what is never dropped (criteria, commands, checks):
+    # shorten the longest texts until it fits.
+    limit = 1000
+    while _size(brief) > budget_chars and limit >= 40:
+        if _clip_strings(brief, limit):
+            cut.append("long texts")
+        limit //= 2
     brief["truncated"] = sorted(set(cut))
     return brief
+
+
+def _clip_strings(node: Any, limit: int) -> bool:
+    """Clip every string longer than `limit` inside lists and dicts (keys and ids are short)."""
+    changed = False
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+    for key, value in list(items):
+        if isinstance(value, str) and len(value) > limit:
+            node[key] = _clip(value, limit)
+            changed = True
+        elif isinstance(value, dict | list):
+            changed = _clip_strings(value, limit) or changed
+    return changed
 
 
 def _drop_ranked_decision(brief: dict[str, Any], cut: list[str]) -> bool:

@@ -19,6 +19,7 @@ class Action(StrEnum):
     CREATE_READY = "create_ready"
     SPEC_APPROVED = "spec_approved"
     SPEC_APPROVED_BLOCKED = "spec_approved_blocked"
+    SPEC_REVISED = "spec_revised"
     CLAIM = "claim"
     RELEASE = "release"
     FAIL_OTHER = "fail_other"
@@ -77,6 +78,10 @@ _ROWS: list[Move] = [
     # Not in DESIGN.md's table: a backlog task whose spec is approved while its blockers are
     # still open has to wait somewhere the "blockers done" cascade will find it.
     Move(S.BACKLOG, A.SPEC_APPROVED_BLOCKED, S.BLOCKED, Who.SYSTEM),
+    # Not in DESIGN.md's table either: tasks wait in backlog while their spec is a draft (seed 001),
+    # so a revised spec takes its unclaimed tasks back there until it is approved again.
+    Move(S.READY, A.SPEC_REVISED, S.BACKLOG, Who.SYSTEM),
+    Move(S.BLOCKED, A.SPEC_REVISED, S.BACKLOG, Who.SYSTEM),
     Move(S.READY, A.CLAIM, S.CLAIMED, Who.AGENT),
     Move(S.CLAIMED, A.RELEASE, S.READY, Who.HOLDER),
     Move(S.CLAIMED, A.FAIL_OTHER, S.READY, Who.HOLDER, uses_attempt=True),
@@ -150,6 +155,9 @@ def land(move: Move, *, attempts_used: int, max_attempts: int, verifier_errors_i
     errors = verifier_errors_in_row + 1 if move.action is Action.VERIFY_ERROR else 0
     if move.action is Action.VERIFY_ERROR and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
         return Outcome(Status.NEEDS_HUMAN, used, errors)
-    if move.target is Status.READY and move.uses_attempt and used >= max_attempts:
+    # A move to ready that uses the last attempt, or that the system makes for a task whose
+    # attempts are already used up (e.g. its last attempt ended in a dependency failure), goes to
+    # needs_human: only a human puts such a task back in the queue.
+    if move.target is Status.READY and (move.uses_attempt or move.who is Who.SYSTEM) and used >= max_attempts:
         return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
     return Outcome(move.target, used, errors)

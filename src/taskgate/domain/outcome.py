@@ -51,10 +51,17 @@ class Outcome:
     self_report_mismatch: list[str] = field(default_factory=list)
 
 
-def command_criteria_allowed(spec: Spec | None) -> bool:
-    """A command criterion's verify_ref runs only if a human approved its spec, or an architect
-    approved a low-risk one. Criteria a task holds without a spec were approved by nobody."""
-    return spec is not None and spec.approved_by is not None
+def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
+    """A command criterion's verify_ref runs only if it is one of its spec's own criteria and a
+    human approved that spec (or an architect, for low risk: the only approval an architect can
+    give). A command an agent attached to a task by itself was approved by nobody."""
+    commands = [c for c in criteria if c.kind is CriterionKind.COMMAND]
+    if not commands:
+        return True
+    if spec is None or spec.approved_by is None:
+        return False
+    approved = {(c.id, c.verify_ref) for c in spec.criteria if c.kind is CriterionKind.COMMAND}
+    return all((c.id, c.verify_ref) in approved for c in commands)
 
 
 def decide(
@@ -64,17 +71,26 @@ def decide(
     checks: dict[str, CheckResult],
     results: dict[str, CriterionResult],
     submission: Submission | None,
+    expected_checks: list[str] | None = None,
     error: str | None = None,
 ) -> Outcome:
+    """`expected_checks`: the names in the project's verifier config; a check the verifier did not
+    report is an error (the verifier broke), never a silent pass."""
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
+    if not criteria:
+        return Outcome(Verdict.ERROR, "the task holds no acceptance criterion; nothing can be verified")
+    unreported = sorted(set(expected_checks or []) - set(checks))
+    if unreported:
+        return Outcome(Verdict.ERROR, f"configured checks not reported: {', '.join(unreported)}")
     timed_out = sorted(name for name, c in checks.items() if c.timed_out)
     if timed_out:
         return Outcome(Verdict.ERROR, f"check timed out: {', '.join(timed_out)}")
     held_ids = {c.id for c in criteria}
-    if any(c.kind is CriterionKind.COMMAND for c in criteria) and not command_criteria_allowed(spec):
+    if not command_criteria_allowed(criteria, spec):
         return Outcome(
-            Verdict.ERROR, "a command criterion's spec was not approved by a human; it was not run"
+            Verdict.ERROR,
+            "a command criterion was not approved by a human with its spec; it was not run",
         )
     findings: list[str] = []
     failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0)

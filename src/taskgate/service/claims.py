@@ -8,10 +8,13 @@ no sweep ran.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Concatenate, ParamSpec, TypeVar
 
 from taskgate.auth import secrets
+from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
@@ -32,9 +35,13 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import cascades, records
-from taskgate.service.context import Context, event, put_event, put_task
+from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
 from taskgate.service.transitions import end_attempt, move
-from taskgate.store.schema import IndexName
+from taskgate.store.port import Item
+from taskgate.store.schema import LEASE_SHARDS, IndexName
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 COMMIT_SHA_LEN = (7, 64)
 CANDIDATES = 5  # pick among the top few ready tasks at random: best first, yet racers spread out
@@ -68,6 +75,22 @@ def settle_expiry(ctx: Context, task: Task) -> Task:
                 raise
             task = ctx.task(task.id)
     return task
+
+
+def settle_lapsed(ctx: Context) -> list[str]:
+    """Settle every lease that has run out (all shards of the lease index). Returns the task ids."""
+    now = iso(ctx.clock.now())
+    out = []
+    for shard in range(LEASE_SHARDS):
+        for item in list(_lapsed(ctx, records.lease_pk(shard), now)):
+            task = records.load(Task, item)
+            if settle_expiry(ctx, ctx.task(task.id)).status is not Status.CLAIMED:
+                out.append(task.id)
+    return out
+
+
+def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
+    return ctx.all_pages(lambda c: ctx.store.query_index(IndexName.LEASE, pk, sk_lt=now, limit=100, cursor=c))
 
 
 @dataclass
@@ -144,8 +167,15 @@ def claim(
     ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
     window = CANDIDATES
+    settled = False
     for _ in range(200):
         page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
+        if not page.items and not settled:
+            # Before saying "nothing ready", return lapsed leases to the queue: expiry is enforced
+            # on access, not only by the sweeper.
+            settled = True
+            if settle_lapsed(ctx):
+                continue
         if not page.items:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         candidate = records.load(Task, random.choice(page.items))
@@ -178,18 +208,23 @@ def _held(ctx: Context, who: Acting, task_id: str, token: str) -> Task:
 
 
 def _commit_move(ctx: Context, old: Task, new: Task, ev: HistoryEvent) -> Task:
-    try:
-        ctx.commit([put_task(old, new), put_event(ev)])
-    except TaskgateError as exc:
-        if exc.code is ErrorCode.CONFLICT:
-            # The claim changed under us (expiry by the sweeper, a concurrent call with the token).
-            raise TaskgateError(
-                ErrorCode.STALE_CLAIM, f"the claim on {old.id} changed while this call ran; re-read the task"
-            ) from exc
-        raise
+    ctx.commit([put_task(old, new), put_event(ev)])
     return new.model_copy(update={"version": old.version + 1})
 
 
+def _holder_call(fn: Callable[Concatenate[Context, P], T]) -> Callable[Concatenate[Context, P], T]:
+    """Run a claim holder's call again when the task changed under it (its own heartbeat from
+    another thread, say): the re-run re-checks the token, so a claim that really ended answers
+    E_STALE_CLAIM and a live one is not told to stop."""
+
+    def wrapper(ctx: Context, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return ctx.retrying(lambda: fn(ctx, *args, **kwargs), tries=5)
+
+    wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+    return wrapper
+
+
+@_holder_call
 def heartbeat(
     ctx: Context,
     who: Acting,
@@ -216,18 +251,13 @@ def heartbeat(
             who, "heartbeat", project=task.project, at=now, task=task, phase=claim_.phase.value, note=note
         )
         return _commit_move(ctx, task, new, ev)
-    try:
-        ctx.commit([put_task(task, new)])
-    except TaskgateError as exc:
-        if exc.code is ErrorCode.CONFLICT:
-            raise TaskgateError(
-                ErrorCode.STALE_CLAIM, f"the claim on {task_id} changed; re-read the task"
-            ) from exc
-        raise
+    ctx.commit([put_task(task, new)])
     return new.model_copy(update={"version": task.version + 1})
 
 
+@_holder_call
 def release(ctx: Context, who: Acting, task_id: str, token: str, *, reason: str = "") -> Task:
+    text(reason, "reason", MAX_LINE_CHARS)
     task = _held(ctx, who, task_id, token)
     project = ctx.project(task.project)
     now = ctx.clock.now()
@@ -252,6 +282,7 @@ _FAILURE_ACTIONS = {
 }
 
 
+@_holder_call
 def report_failure(
     ctx: Context,
     who: Acting,
@@ -263,7 +294,8 @@ def report_failure(
     learned: str | None = None,
     blocked_by: list[str] | None = None,
 ) -> Task:
-    findings = [f.strip() for f in findings if f.strip()]
+    findings = lines(findings, "findings")
+    text(learned, "learned", MAX_LINE_CHARS)
     if not findings:
         raise invalid("report_failure needs at least one finding: what went wrong, for the next attempt")
     if kind is FailureKind.DEPENDENCY and not blocked_by:
@@ -295,10 +327,15 @@ def report_failure(
         changes={"claim": None, "attempts": attempts, **changes},
         kind=kind.value,
     )
-    return _commit_move(ctx, task, new, ev)
+    after = _commit_move(ctx, task, new, ev)
+    if after.status is Status.BLOCKED and cascades.settle(ctx, task_id, Status.BLOCKED):
+        return ctx.task(task_id)  # its blockers were all done already
+    return after
 
 
+@_holder_call
 def escalate(ctx: Context, who: Acting, task_id: str, token: str, *, question: str) -> Task:
+    text(question, "question", MAX_LINE_CHARS)
     if not question.strip():
         raise invalid("escalate needs the question a human should answer")
     task = _held(ctx, who, task_id, token)
@@ -317,6 +354,7 @@ def escalate(ctx: Context, who: Acting, task_id: str, token: str, *, question: s
     return _commit_move(ctx, task, new, ev)
 
 
+@_holder_call
 def submit(
     ctx: Context,
     who: Acting,
@@ -332,6 +370,7 @@ def submit(
         c not in "0123456789abcdef" for c in sha
     ):
         raise invalid("commit_sha must be a git commit hash (7-64 hex digits)")
+    text(evidence, "evidence")
     if not evidence.strip():
         raise invalid("evidence must say what was done and how each criterion is met")
     task = _held(ctx, who, task_id, token)

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from taskgate.domain.clock import Clock, SystemClock
-from taskgate.domain.errors import ErrorCode, TaskgateError, not_found
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
 from taskgate.domain.models import HistoryEvent, Project, Spec, Status, Task
 from taskgate.domain.principals import Acting
 from taskgate.service import records
-from taskgate.store.port import ConflictError, Item, Op, Put, Store
+from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge
 from taskgate.store.schema import IndexName
 
 T = TypeVar("T")
@@ -36,6 +36,10 @@ class Context:
         except ConflictError as exc:
             raise TaskgateError(
                 ErrorCode.CONFLICT, "changed by someone else at the same time; retry"
+            ) from exc
+        except TooLarge as exc:
+            raise TaskgateError(
+                ErrorCode.VALIDATION, "this would make the record too large; send shorter text"
             ) from exc
 
     def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
@@ -129,3 +133,22 @@ def put_task(old: Task | None, new: Task) -> Put:
 
 def put_event(e: HistoryEvent) -> Put:
     return Put(records.event_item(e))
+
+
+MAX_LINES = 10
+MAX_LINE_CHARS = 2000
+MAX_TEXT_CHARS = 20_000
+
+
+def lines(values: list[str], what: str) -> list[str]:
+    """Non-empty, bounded lines of text (findings): records stay small, forever."""
+    out = [v.strip() for v in values if v.strip()]
+    if len(out) > MAX_LINES or any(len(v) > MAX_LINE_CHARS for v in out):
+        raise invalid(f"{what}: at most {MAX_LINES} entries of at most {MAX_LINE_CHARS} characters")
+    return out
+
+
+def text(value: str | None, what: str, limit: int = MAX_TEXT_CHARS) -> str | None:
+    if value is not None and len(value) > limit:
+        raise invalid(f"{what}: at most {limit} characters")
+    return value

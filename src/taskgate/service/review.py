@@ -24,7 +24,7 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.service import cascades, records
 from taskgate.service.claims import settle_expiry
-from taskgate.service.context import Context, put_event, put_task
+from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import end_attempt, move
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.port import Put
@@ -43,7 +43,7 @@ def refuse_own_work(who: Acting, task: Task) -> None:
             raise TaskgateError(
                 ErrorCode.SELF_ACCEPT,
                 f"{task.id} was claimed or submitted by {attempt.actor} under this credential; "
-                "a different principal must accept it",
+                "a different principal must accept or resolve it",
                 current_status=task.status.value,
             )
 
@@ -62,13 +62,19 @@ def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
     return [Put(records.run_item(done), run.version)]
 
 
+def risk_of(ctx: Context, task: Task) -> Risk:
+    """A task's risk is its spec's, as the spec is now (a draft's risk can still change)."""
+    return ctx.spec(task.project, task.spec_id).risk if task.spec_id else task.risk
+
+
 def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> Task:
     project_name, _ = parse_task_id(task_id)
     task = settle_expiry(ctx, ctx.task(task_id))
-    authorize(Op.ACCEPT, who, project=project_name, risk=task.risk)
-    if batch and task.risk is not Risk.LOW:
+    risk = risk_of(ctx, task)
+    authorize(Op.ACCEPT, who, project=project_name, risk=risk)
+    if batch and risk is not Risk.LOW:
         raise TaskgateError(
-            ErrorCode.FORBIDDEN, f"{task_id} is {task.risk.value} risk: accept it on its own, not in a batch"
+            ErrorCode.FORBIDDEN, f"{task_id} is {risk.value} risk: accept it on its own, not in a batch"
         )
     refuse_own_work(who, task)
     project = ctx.project(project_name)
@@ -110,7 +116,7 @@ def accept_batch(
 def reopen(ctx: Context, who: Acting, task_id: str, *, findings: list[str]) -> Task:
     project_name, _ = parse_task_id(task_id)
     authorize(Op.REOPEN, who, project=project_name)
-    findings = [f.strip() for f in findings if f.strip()]
+    findings = lines(findings, "findings")
     if not findings:
         raise invalid("reopen needs findings: what the next attempt must fix")
     task = settle_expiry(ctx, ctx.task(task_id))
@@ -144,6 +150,8 @@ def cancel(ctx: Context, who: Acting, task_id: str, *, reason: str = "") -> Task
     project_name, _ = parse_task_id(task_id)
     authorize(Op.CANCEL, who, project=project_name)
     task = settle_expiry(ctx, ctx.task(task_id))
+    if who.is_delegated:
+        refuse_own_work(who, task)
     project = ctx.project(project_name)
     now = ctx.clock.now()
     changes: dict[str, Any] = {"claim": None, "live_run": None}
@@ -186,6 +194,8 @@ def resolve(
     project_name, _ = parse_task_id(task_id)
     authorize(Op.RESOLVE, who, project=project_name)
     task = ctx.task(task_id)
+    if who.is_delegated:
+        refuse_own_work(who, task)
     project = ctx.project(project_name)
     find_move(
         task.status, _RESOLVE_ACTIONS[resolution], verification_on=project.verification_on
@@ -218,6 +228,19 @@ def resolve(
                 }
             )
             extra.append(Put(records.spec_item(draft), spec.version))
+            extra.append(
+                put_event(
+                    event(
+                        who,
+                        "spec_revised",
+                        project=project_name,
+                        at=ctx.clock.now(),
+                        spec=spec.id,
+                        revision=draft.revision,
+                        task=None,
+                    )
+                )
+            )
     now = ctx.clock.now()
     new, ev = move(
         task,
@@ -232,4 +255,6 @@ def resolve(
     ctx.commit([put_task(task, new), put_event(ev), *extra])
     if resolution is Resolution.BLOCK:
         cascades.settle(ctx, task_id, Status.BLOCKED)  # its blockers may all be done already
+    if resolution is Resolution.REVISE_SPEC and task.spec_id is not None:
+        cascades.spec_revised(ctx, project_name, task.spec_id)
     return new.model_copy(update={"version": task.version + 1})

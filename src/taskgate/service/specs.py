@@ -6,12 +6,12 @@ from typing import Any
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import spec_id
-from taskgate.domain.models import CriterionInput, Risk, Spec, SpecStatus
+from taskgate.domain.models import OPEN_STATUSES, CriterionInput, Risk, Spec, SpecStatus
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, PrincipalKind
 from taskgate.domain.specs import number_criteria
 from taskgate.service import cascades, counters, records
-from taskgate.service.context import Context, event, put_event
+from taskgate.service.context import Context, event, put_event, text
 from taskgate.store.port import Page, Put
 
 
@@ -92,17 +92,10 @@ def update(
             f"{sid} is approved; a human revises it first",
             current_status=old.status.value,
         )
-    changes: dict[str, Any] = {"updated_at": ctx.clock.now()}
-    if title is not None:
-        if not title.strip():
-            raise invalid("title must not be empty")
-        changes["title"] = title
-    if body is not None:
-        changes["body"] = body
-    if risk is not None:
-        changes["risk"] = risk
-    if criteria is not None:
-        changes["criteria"] = number_criteria(old.number, criteria)
+    changes = {
+        **_content(ctx, old, title=title, body=body, risk=risk, criteria=criteria),
+        "updated_at": ctx.clock.now(),
+    }
     new = old.model_copy(update=changes)
     ctx.commit(
         [
@@ -110,7 +103,43 @@ def update(
             put_event(event(who, "spec_updated", project=project, at=changes["updated_at"], spec=sid)),
         ]
     )
+    if "risk" in changes and changes["risk"] is not old.risk:
+        cascades.spec_risk_changed(ctx, project, sid, changes["risk"])
     return new.model_copy(update={"version": old.version + 1})
+
+
+def _content(
+    ctx: Context,
+    old: Spec,
+    *,
+    title: str | None,
+    body: str | None,
+    risk: Risk | None,
+    criteria: list[CriterionInput] | None,
+) -> dict[str, Any]:
+    """Validated changes to a spec's content. Criteria may be renumbered, but never so that an
+    open task loses a criterion it points to."""
+    changes: dict[str, Any] = {}
+    if title is not None:
+        if not title.strip():
+            raise invalid("title must not be empty")
+        changes["title"] = text(title, "title", 500)
+    if body is not None:
+        changes["body"] = text(body, "body")
+    if risk is not None:
+        changes["risk"] = risk
+    if criteria is not None:
+        numbered = number_criteria(old.number, criteria)
+        kept = {c.id for c in numbered}
+        for status in OPEN_STATUSES:
+            for t in ctx.tasks_in_status(old.project, status):
+                lost = [c for c in t.spec_criteria if c not in kept] if t.spec_id == old.id else []
+                if lost:
+                    raise invalid(
+                        f"open task {t.id} holds {', '.join(lost)}; keep those criteria or update the task first"
+                    )
+        changes["criteria"] = numbered
+    return changes
 
 
 def approve(ctx: Context, who: Acting, project: str, sid: str) -> tuple[Spec, list[str]]:
@@ -163,15 +192,8 @@ def revise(
         "approved_at": None,
         "approved_as_human": False,
         "updated_at": now,
+        **_content(ctx, old, title=title, body=body, risk=risk, criteria=criteria),
     }
-    if title is not None:
-        changes["title"] = title
-    if body is not None:
-        changes["body"] = body
-    if risk is not None:
-        changes["risk"] = risk
-    if criteria is not None:
-        changes["criteria"] = number_criteria(old.number, criteria)
     new = old.model_copy(update=changes)
     ctx.commit(
         [
@@ -179,4 +201,7 @@ def revise(
             put_event(event(who, "spec_revised", project=project, at=now, spec=sid, revision=new.revision)),
         ]
     )
+    cascades.spec_revised(ctx, project, sid)
+    if "risk" in changes and changes["risk"] is not old.risk:
+        cascades.spec_risk_changed(ctx, project, sid, changes["risk"])
     return new.model_copy(update={"version": old.version + 1})

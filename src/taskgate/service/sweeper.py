@@ -4,16 +4,11 @@ a crash could have left half-done."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from taskgate.domain.clock import iso
-from taskgate.domain.models import Task
-from taskgate.service import cascades, records
-from taskgate.service.claims import settle_expiry
+from taskgate.service import cascades
+from taskgate.service.claims import settle_lapsed
 from taskgate.service.context import Context
-from taskgate.store.port import Item
-from taskgate.store.schema import LEASE_SHARDS, IndexName
 
 
 @dataclass
@@ -23,20 +18,8 @@ class SweepReport:
 
 
 def sweep(ctx: Context, *, reconcile: bool = True) -> SweepReport:
-    report = SweepReport()
-    now = iso(ctx.clock.now())
-    for shard in range(LEASE_SHARDS):
-        lapsed = list(_lapsed(ctx, records.lease_pk(shard), now))
-        for item in lapsed:
-            task = records.load(Task, item)
-            after = settle_expiry(ctx, ctx.task(task.id))
-            if after.status is not task.status:
-                report.expired.append(task.id)
+    report = SweepReport(expired=settle_lapsed(ctx))
     if reconcile:
         for item in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c)):
             report.cascaded += cascades.reconcile(ctx, item.sk)
     return report
-
-
-def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
-    return ctx.all_pages(lambda c: ctx.store.query_index(IndexName.LEASE, pk, sk_lt=now, limit=100, cursor=c))

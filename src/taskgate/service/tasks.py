@@ -26,10 +26,11 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of, duplicate_warnings
 from taskgate.service import cascades, counters, records
-from taskgate.service.claims import settle_expiry
+from taskgate.service.claims import settle_expiry, settle_lapsed
 from taskgate.service.context import Context, event, put_event, put_task
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
-from taskgate.store.port import Put
+from taskgate.store.port import Check, Put
+from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
 
 
@@ -122,22 +123,20 @@ def create(
         counter, number = counters.next_number(ctx, project, "task")
         tid = task_id(project, number)
         now = ctx.clock.now()
-        if spec is not None and spec.status is SpecStatus.DRAFT:
+        # What the new task's status was decided from must still hold when it is written: a
+        # spec approved or a blocker done in between would otherwise leave it stranded.
+        guards: list[StoreOp] = []
+        current = ctx.spec(project, spec.id) if spec is not None else None
+        if current is not None:
+            guards.append(Check(*records.spec_key(project, current.number), current.version))
+        blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by])
+        guards += [Check(b.pk, b.sk, b.version) for b in blockers]
+        if current is not None and current.status is SpecStatus.DRAFT:
             action = Action.CREATE_DRAFT
+        elif any(b.data.get("status") != Status.DONE.value for b in blockers):
+            action = Action.CREATE_BLOCKED
         else:
-            draft = Task(
-                id=tid,
-                project=project,
-                number=number,
-                title=title,
-                status=Status.BACKLOG,
-                blocked_by=blocked_by,
-                created_by=who.actor,
-                created_at=now,
-                updated_at=now,
-                status_changed_at=now,
-            )
-            action = Action.CREATE_BLOCKED if cascades.open_blockers(ctx, draft) else Action.CREATE_READY
+            action = Action.CREATE_READY
         target = find_move(None, action).target
         task = Task(
             id=tid,
@@ -163,7 +162,7 @@ def create(
         ev = event(
             who, action.value, project=project, at=now, task=task, to_status=target, warnings=warnings or None
         )
-        ctx.commit([counter, put_task(None, task), put_event(ev)])
+        ctx.commit([counter, put_task(None, task), put_event(ev), *guards])
         return Written(task.model_copy(update={"version": 1}), warnings)
 
     return ctx.retrying(attempt)
@@ -300,6 +299,8 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
     if not 1 <= limit <= 50:
         raise invalid("limit must be between 1 and 50")
     tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)
+    if len(tasks) < limit and settle_lapsed(ctx):  # lapsed leases count as ready, sweep or not
+        tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)
     return tasks
 
 

@@ -25,11 +25,13 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import records
-from taskgate.service.context import Context, put_event, put_task
+from taskgate.service.context import Context, event, put_event, put_task
 from taskgate.service.transitions import move
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.port import Put
 
+MAX_CHECKS = 50
+TAIL_CHARS = 4000
 RUN_GRACE_MINUTES = 30  # beyond the configured check timeouts, a run with no answer is abandoned
 
 
@@ -102,7 +104,16 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         started_at=now,
     )
     new = task.model_copy(update={"live_run": run.id, "updated_at": now})
-    ctx.commit([put_task(task, new), Put(records.run_item(run)), *closing])
+    ev = event(
+        who,
+        "verification_started",
+        project=project_name,
+        at=now,
+        task=task,
+        run=run.id,
+        commit_sha=submission.commit_sha,
+    )
+    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(run)), *closing])
     spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
     criteria = criteria_of(task, spec)
     work = {
@@ -112,7 +123,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "commit_sha": submission.commit_sha,
         "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
         "criteria": [c.model_dump(mode="json") for c in criteria],
-        "command_criteria_allowed": rules.command_criteria_allowed(spec),
+        "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),
         "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
     }
     return Started(
@@ -183,12 +194,32 @@ def finish(
     review = sorted(cid for cid in results if kinds.get(cid) is CriterionKind.REVIEW)
     if review:
         raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
+    if len(checks) > MAX_CHECKS:
+        raise invalid(f"at most {MAX_CHECKS} checks per run")
+    held = {c.id for c in criteria}
     merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
     merged.update(results)
+    # Keep what is stored small: the tail of each output and the head of each detail is enough
+    # for findings, and the run must stay one item.
+    checks = {n: c.model_copy(update={"output_tail": c.output_tail[-TAIL_CHARS:]}) for n, c in checks.items()}
+    merged = {
+        cid: r.model_copy(
+            update={"detail": r.detail[:TAIL_CHARS], "rationale": (r.rationale or "")[:TAIL_CHARS] or None}
+        )
+        for cid, r in merged.items()
+        if cid in held
+    }
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     submission = task.last_submission()
+    cfg = ctx.project(project_name).verifier_config
     verdict = rules.decide(
-        criteria=criteria, spec=spec, checks=checks, results=merged, submission=submission, error=error
+        criteria=criteria,
+        spec=spec,
+        checks=checks,
+        results=merged,
+        submission=submission,
+        expected_checks=sorted(cfg.checks) if cfg else [],
+        error=error,
     )
     project = ctx.project(project_name)
     now = ctx.clock.now()

@@ -66,6 +66,10 @@ MAX_OPS_PER_COMMIT = 100  # DynamoDB's transaction limit; both adapters enforce 
 MAX_ITEM_BYTES = 380_000
 
 
+class TooLarge(ValueError):
+    """An item over the size both adapters accept (DynamoDB's 400 KB item limit)."""
+
+
 def validate_ops(ops: Sequence[Op]) -> None:
     """Rules both adapters enforce identically, so a commit valid on one is valid on the other."""
     if not ops:
@@ -86,7 +90,7 @@ def validate_ops(ops: Sequence[Op]) -> None:
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: index keys must not be empty")
             size = len(json.dumps(op.item.data, separators=(",", ":")).encode())
             if size > MAX_ITEM_BYTES:
-                raise ValueError(f"{op.item.pk}/{op.item.sk}: body of {size} bytes is over {MAX_ITEM_BYTES}")
+                raise TooLarge(f"{op.item.pk}/{op.item.sk}: body of {size} bytes is over {MAX_ITEM_BYTES}")
         elif not isinstance(op, Delete | Check):
             raise TypeError(f"unknown op {op!r}")
 

@@ -140,7 +140,8 @@ class SQLiteStore:
             args.append(end)
         if cursor:
             last = cursors.decode(cursor).get("sk")
-            if not isinstance(last, str):
+            # Same checks as the DynamoDB adapter: a cursor only continues the query it came from.
+            if not isinstance(last, str) or not last.startswith(sk_prefix):
                 raise invalid("cursor is not one this server returned")
             where.append("sk < ?" if descending else "sk > ?")
             args.append(last)
@@ -181,10 +182,11 @@ class SQLiteStore:
             args.append(sk_lt)
         if cursor:
             pos = cursors.decode(cursor)
-            try:
-                last = (str(pos["isk"]), str(pos["pk"]), str(pos["sk"]))
-            except KeyError as exc:
-                raise invalid("cursor is not one this server returned") from exc
+            last = (pos.get("isk"), pos.get("pk"), pos.get("sk"))
+            if not all(isinstance(v, str) for v in last) or not str(last[0]).startswith(sk_prefix):
+                raise invalid("cursor is not one this server returned")
+            if sk_lt is not None and str(last[0]) >= sk_lt:
+                raise invalid("cursor is not one this server returned")
             cmp = "<" if descending else ">"
             where.append(f"({isk}, pk, sk) {cmp} (?, ?, ?)")
             args.extend(last)
