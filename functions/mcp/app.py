@@ -1,0 +1,5 @@
+"""Lambda entry point for /mcp (API Gateway HTTP API v2 events)."""
+
+from taskgate.mcp.handler import handler
+
+__all__ = ["handler"]

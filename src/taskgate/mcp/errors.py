@@ -1,0 +1,31 @@
+"""Refusals as MCP tool results: isError true, text = JSON {code, message, current_status?, hint}.
+
+A model reads the text; a program parses it and branches on `code`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import ValidationError
+
+from taskgate.domain.errors import TaskgateError, invalid
+
+
+def error_result(exc: TaskgateError) -> CallToolResult:
+    body = {**exc.to_dict(), "hint": exc.hint}
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
+
+
+def bad_arguments(tool: str, exc: ValidationError) -> TaskgateError:
+    """One readable line per wrong argument (no input values echoed back: they may be long)."""
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg']}")
+    return invalid(f"wrong arguments for {tool}: " + "; ".join(problems))
+
+
+def unknown_arguments(tool: str, names: list[str], known: list[str]) -> TaskgateError:
+    return invalid(f"{tool} has no argument {', '.join(names)}; it takes: {', '.join(known)}")

@@ -1,0 +1,111 @@
+"""The taskgate MCP server: one module-global MCPServer holding every agent tool.
+
+Built once per process (a warm Lambda reuses it); the ASGI app around it is built per
+request in app.py, because the SDK's streamable-HTTP session manager runs only once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from typing import Any
+
+from mcp.server import CacheHint, MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
+
+import taskgate
+from taskgate.domain.errors import TaskgateError
+from taskgate.mcp import tools_claims, tools_projects, tools_specs, tools_tasks  # noqa: F401  (registers tools)
+from taskgate.mcp.errors import bad_arguments, error_result, unknown_arguments
+from taskgate.mcp.registry import TOOLS
+
+INSTRUCTIONS = """\
+taskgate is a task board for coding agents. Your identity and permissions come from your key.
+Typical run: list_projects -> get_next_tasks(project) -> claim_task(project, task_id) (keep the
+claim_token; the result includes the brief) -> work, calling heartbeat(task_id, claim_token)
+before the lease runs out -> submit_task(task_id, claim_token, commit_sha, evidence) and stop.
+If you cannot finish: report_failure, escalate (a human must decide) or release_task.
+Architects write specs (create_spec) and tasks (create_task); low-risk specs they may approve.
+Errors come back as JSON {code, message, hint}: follow the hint."""
+
+
+class TaskgateMCP(MCPServer[Any]):
+    """MCPServer whose tool failures come back in taskgate's error shape.
+
+    A tool raises TaskgateError to refuse; arguments that fail their schema, or name an
+    argument the tool does not take, are refused as E_VALIDATION before the tool runs. Both
+    come back as an isError tool result (the model can correct itself); an unknown tool name
+    is a JSON-RPC error (-32602), as the MCP spec's error section shows it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "taskgate",
+            version=taskgate.__version__,
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+            # The catalog changes only with a deploy and is the same for every key: 2026-07-28
+            # clients may reuse it for a while instead of listing before each call.
+            cache_hints={"tools/list": CacheHint(ttl_ms=10 * 60 * 1000, scope="public")},
+        )
+        self._arguments: dict[str, list[str]] = {}
+        for d in TOOLS:
+            self.add_tool(
+                d.fn,
+                title=d.title,
+                annotations=ToolAnnotations(
+                    title=d.title,
+                    read_only_hint=d.read_only,
+                    destructive_hint=False,
+                    idempotent_hint=d.idempotent,
+                    open_world_hint=False,
+                ),
+            )
+            self._arguments[d.fn.__name__] = list(inspect.signature(d.fn).parameters)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = self._arguments.get(name)
+        if known is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}; tools/list shows the tools")
+        extra = sorted(set(arguments) - set(known))
+        if extra:
+            return error_result(unknown_arguments(name, extra, known))
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, TaskgateError):
+                return error_result(cause)
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                # The arguments failed the tool's input schema. (A ValidationError from inside
+                # the tool or its output is a bug: left to the SDK, which logs it.)
+                return error_result(bad_arguments(name, cause))
+            raise
+        if isinstance(result, CallToolResult) and result.structured_content is not None:
+            # The SDK renders the text copy indented; agents pay per token, so send it compact.
+            text = json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
+            result.content = [TextContent(type="text", text=text)]
+        return result
+
+
+def _build() -> TaskgateMCP:
+    # MCPServer.__init__ calls logging.basicConfig (a rich handler on the root logger) when the
+    # root has none; that would silently turn the host's own basicConfig (taskgate serve,
+    # Lambda's Powertools) into a no-op. Leave the root logger as we found it.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        return TaskgateMCP()
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+server = _build()

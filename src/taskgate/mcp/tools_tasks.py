@@ -1,0 +1,246 @@
+"""Task tools: create, edit, read, list, brief, notes, and batch acceptance of others' work."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from taskgate import runtime
+from taskgate.domain.errors import invalid
+from taskgate.domain.ids import parse_task_id
+from taskgate.domain.models import CriterionInput, Risk, Status
+from taskgate.domain.permissions import Op, authorize
+from taskgate.mcp import views
+from taskgate.mcp.args import (
+    AgentId,
+    Lines,
+    OnBehalfOf,
+    ProjectName,
+    ShortText,
+    SpecId,
+    TaskId,
+    TaskIds,
+    Text,
+)
+from taskgate.mcp.identity import who
+from taskgate.mcp.registry import tool
+from taskgate.service import brief, review, tasks
+
+OwnCriteria = Annotated[
+    list[CriterionInput] | None,
+    Field(
+        description="The task's own acceptance criteria, each {text, kind, verify_ref} (kind 'test': "
+        "verify_ref names a test or group in the report; 'command': a shell command that must exit 0; "
+        "'review': judged from the text). Needed when the task has no spec_id.",
+        max_length=100,
+    ),
+]
+SpecCriteria = Annotated[
+    list[str] | None,
+    Field(
+        description="Ids of the spec's criteria this task delivers, e.g. ['AC-3.1', 'AC-3.2']. Attach a "
+        "test or command criterion only to the task that completes it.",
+        max_length=100,
+    ),
+]
+Priority = Annotated[int, Field(description="Higher is claimed first (-1000..1000).", ge=-1000, le=1000)]
+
+
+@tool("Create a task")
+async def create_task(
+    project: ProjectName,
+    title: Annotated[ShortText, Field(description="What to do, in one line.")],
+    description: Annotated[Text, Field(description="Details an agent without context needs.")] = "",
+    spec_id: Annotated[SpecId | None, Field(description="The spec this task implements, if any.")] = None,
+    spec_criteria: SpecCriteria = None,
+    criteria: OwnCriteria = None,
+    blocked_by: Annotated[
+        list[TaskId] | None, Field(description="Tasks that must be done before this one can start.")
+    ] = None,
+    priority: Priority = 0,
+    risk: Annotated[
+        Risk | None,
+        Field(description="Only for a task without a spec (a spec's task takes the spec's risk)."),
+    ] = None,
+    verification_commands: Annotated[
+        Lines | None, Field(description="Overrides the project's verification commands for this task.")
+    ] = None,
+    agent_id: AgentId = None,
+    on_behalf_of: OnBehalfOf = None,
+) -> views.TaskWritten:
+    """Create a task. It needs at least one acceptance criterion: its spec's (spec_id +
+    spec_criteria) or its own (criteria).
+
+    The task starts in backlog if its spec is still a draft, blocked if a blocked_by task is
+    not done, else ready for any agent to claim. Returns the task and warnings (e.g. a test or
+    command criterion that another open task also holds).
+    """
+    acting = who(agent_id, on_behalf_of)
+    written = tasks.create(
+        runtime.context(),
+        acting,
+        project,
+        title=title,
+        description=description,
+        spec_id=spec_id,
+        spec_criteria=spec_criteria,
+        criteria=criteria,
+        blocked_by=blocked_by,
+        priority=priority,
+        risk=risk,
+        verification_commands=verification_commands,
+    )
+    return views.TaskWritten(task=views.task(written.task), warnings=written.warnings)
+
+
+@tool("Update a task")
+async def update_task(
+    task_id: TaskId,
+    title: Annotated[ShortText | None, Field(description="New title; omit to keep.")] = None,
+    description: Annotated[Text | None, Field(description="New description; omit to keep.")] = None,
+    priority: Annotated[
+        int | None, Field(description="New priority; omit to keep.", ge=-1000, le=1000)
+    ] = None,
+    criteria: OwnCriteria = None,
+    spec_criteria: SpecCriteria = None,
+    verification_commands: Annotated[
+        Lines | None, Field(description="Replaces the task's verification commands; omit to keep.")
+    ] = None,
+    agent_id: AgentId = None,
+    on_behalf_of: OnBehalfOf = None,
+) -> views.TaskWritten:
+    """Edit a task nobody is working on (status backlog, ready, blocked or needs_human).
+
+    Status is never set here: it moves only through claim_task, submit_task and the other
+    lifecycle tools, or a human on the board. Lists you pass replace the current ones. Returns
+    the task and any warnings.
+    """
+    acting = who(agent_id, on_behalf_of)
+    written = tasks.update(
+        runtime.context(),
+        acting,
+        task_id,
+        title=title,
+        description=description,
+        priority=priority,
+        criteria=criteria,
+        spec_criteria=spec_criteria,
+        verification_commands=verification_commands,
+    )
+    return views.TaskWritten(task=views.task(written.task), warnings=written.warnings)
+
+
+@tool("Get a task", read_only=True)
+async def get_task(task_id: TaskId) -> views.TaskDetail:
+    """Read a task in full: status, criteria, attempts (who, how each ended, findings),
+    findings from reviews, the current claim, notes and its history. To start work use
+    claim_task; to read the working contract use get_task_brief."""
+    ctx, acting = runtime.context(), who()
+    task = tasks.get(ctx, acting, task_id)
+    notes = tasks.notes(ctx, acting, task_id)
+    history = tasks.history(ctx, acting, task_id)
+    return views.TaskDetail(
+        task=views.task(task),
+        notes=[
+            views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at) for n in notes
+        ],
+        history=[
+            views.HistoryView(
+                at=e.at,
+                actor=e.actor,
+                on_behalf_of=e.on_behalf_of,
+                action=e.action,
+                from_status=e.from_status,
+                to_status=e.to_status,
+                detail=e.detail,
+            )
+            for e in history
+        ],
+    )
+
+
+@tool("List tasks", read_only=True)
+async def list_tasks(
+    project: ProjectName,
+    status: Annotated[
+        Status | None, Field(description="Only tasks in this status (queue order: priority, then age).")
+    ] = None,
+    spec_id: Annotated[SpecId | None, Field(description="Only tasks of this spec.")] = None,
+    limit: Annotated[int, Field(description="Page size (1-200).", ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Field(description="The cursor a previous page returned.")] = None,
+) -> views.TaskList:
+    """List a project's tasks as short summaries, one page at a time (pass the returned cursor
+    on). With a spec filter a page may hold fewer than limit tasks."""
+    found, next_cursor = tasks.list_tasks(
+        runtime.context(), who(), project, status=status, spec_id=spec_id, limit=limit, cursor=cursor
+    )
+    return views.TaskList(tasks=[views.summary(t) for t in found], cursor=next_cursor)
+
+
+@tool("Get next tasks", read_only=True)
+async def get_next_tasks(
+    project: ProjectName,
+    limit: Annotated[int, Field(description="How many (1-50).", ge=1, le=50)] = 5,
+) -> views.NextTasks:
+    """The ready tasks you should take next, best first (highest priority, then oldest).
+
+    Next: claim_task(project, task_id) to take one (or claim_task(project) for the best). An
+    empty list means nothing is ready right now.
+    """
+    return views.NextTasks(
+        tasks=[views.summary(t) for t in tasks.next_ready(runtime.context(), who(), project, limit=limit)]
+    )
+
+
+@tool("Get a task brief", read_only=True)
+async def get_task_brief(task_id: TaskId) -> views.Brief:
+    """The whole working contract for one task in under about 2,000 tokens: the task, its spec,
+    acceptance criteria, conventions, verification commands, what the verifier will run, the
+    test-ref rule, relevant decisions, dependencies, and findings of earlier attempts.
+    claim_task already returns it; call this to re-read it."""
+    return views.Brief(brief=brief.for_task(runtime.context(), who(), task_id))
+
+
+@tool("Add a note")
+async def add_note(
+    task_id: TaskId,
+    body: Annotated[
+        str,
+        Field(description="The note (markdown, up to 20,000 characters).", min_length=1, max_length=20_000),
+    ],
+    agent_id: AgentId = None,
+    on_behalf_of: OnBehalfOf = None,
+) -> views.NoteView:
+    """Attach a note to a task, e.g. something the next agent should know. Notes appear in the
+    task's brief and in get_task. Works in any status; needs no claim."""
+    n = tasks.add_note(runtime.context(), who(agent_id, on_behalf_of), task_id, body)
+    return views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at)
+
+
+@tool("Accept tasks (for a human)")
+async def accept_tasks(
+    project: ProjectName,
+    task_ids: Annotated[TaskIds, Field(description="Low-risk tasks of this project to accept (1-50).")],
+    agent_id: AgentId = None,
+    on_behalf_of: OnBehalfOf = None,
+) -> views.AcceptResult:
+    """Accept submitted low-risk work as done, in a batch, on behalf of a human.
+
+    Only when a human explicitly asks you to in this conversation: pass
+    on_behalf_of='human:<name>' (they must have delegated to your key). Never accepts work you
+    claimed or submitted yourself (E_SELF_ACCEPT), nor medium or high risk (a human accepts
+    those on the board). Each task is accepted or refused on its own; returns both lists.
+    """
+    acting = who(agent_id, on_behalf_of)
+    # Refuse the whole call up front when the caller may not accept at all (an agent without a
+    # delegation), instead of returning the same refusal once per task.
+    authorize(Op.ACCEPT, acting, project=project, risk=Risk.LOW)
+    for tid in task_ids:
+        if parse_task_id(tid)[0] != project:
+            raise invalid(f"{tid} is not a task of project {project}")
+    result = review.accept_batch(runtime.context(), acting, task_ids)
+    return views.AcceptResult(
+        accepted=[views.summary(t) for t in result.accepted],
+        refused=[views.Refusal.model_validate(r) for r in result.refused],
+    )

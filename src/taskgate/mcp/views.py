@@ -1,0 +1,268 @@
+"""What the MCP tools return: pydantic models, so each tool publishes an exact output schema.
+
+Built from domain records; secrets (the claim token's hash) never leave. Kept free of the
+`mcp` package so it stays cheap to import and easy to test.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgate.domain.models import (
+    Attempt,
+    Criterion,
+    Decision,
+    ExecutionDefaults,
+    Finding,
+    Phase,
+    Project,
+    Risk,
+    Spec,
+    Status,
+    Task,
+)
+
+
+class View(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProjectView(View):
+    name: str
+    repo: str
+    description: str
+    max_attempts: int = Field(description="Attempts a task gets before it goes to a human")
+    lease_minutes: int = Field(description="Default claim lease; heartbeat before it runs out")
+    verification_on: bool = Field(description="Whether a verifier must pass submitted work before acceptance")
+    execution_defaults: ExecutionDefaults
+    verifier_checks: list[str] = Field(description="Names of the checks the verifier runs, if configured")
+
+
+class ProjectList(View):
+    projects: list[ProjectView]
+
+
+class ClaimView(View):
+    actor: str
+    attempt: int
+    claimed_at: datetime
+    expires_at: datetime
+    lease_minutes: int
+    phase: Phase
+    last_heartbeat_at: datetime | None = None
+
+
+class TaskSummary(View):
+    id: str
+    title: str
+    status: Status
+    priority: int
+    risk: Risk
+    spec_id: str | None
+    blocked_by: list[str]
+    attempts_used: int
+    claimed_by: str | None = Field(description="Who holds the claim, while the task is claimed")
+    lease_expires_at: datetime | None
+    updated_at: datetime
+
+
+class TaskView(View):
+    id: str
+    project: str
+    title: str
+    description: str
+    status: Status
+    priority: int
+    risk: Risk
+    spec_id: str | None
+    spec_criteria: list[str] = Field(description="Ids of the spec's criteria this task holds")
+    criteria: list[Criterion] = Field(description="Criteria of the task's own")
+    blocked_by: list[str]
+    verification_commands: list[str] | None
+    attempts_used: int
+    max_attempts: int | None
+    attempts: list[Attempt]
+    findings: list[Finding]
+    claim: ClaimView | None
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    status_changed_at: datetime
+
+
+class HistoryView(View):
+    at: datetime
+    actor: str
+    on_behalf_of: str | None
+    action: str
+    from_status: Status | None
+    to_status: Status | None
+    detail: dict[str, Any]
+
+
+class NoteView(View):
+    id: str
+    task_id: str
+    author: str
+    body: str
+    at: datetime
+
+
+class TaskWritten(View):
+    task: TaskView
+    warnings: list[str] = Field(
+        description="Non-fatal problems, e.g. a criterion also held by another open task"
+    )
+
+
+class TaskDetail(View):
+    task: TaskView
+    notes: list[NoteView]
+    history: list[HistoryView]
+
+
+class TaskList(View):
+    tasks: list[TaskSummary]
+    cursor: str | None = Field(description="Pass to the next call for the next page; null on the last page")
+
+
+class NextTasks(View):
+    tasks: list[TaskSummary]
+
+
+class Claimed(View):
+    task_id: str
+    claim_token: str = Field(description="Secret proof of your claim; every later call on this task needs it")
+    attempt: int
+    lease_minutes: int
+    expires_at: datetime
+    brief: dict[str, Any] = Field(description="Everything needed to do the task (same as get_task_brief)")
+    next: str
+
+
+class HeartbeatDone(View):
+    task_id: str
+    expires_at: datetime
+    phase: Phase
+    next: str
+
+
+class TaskMoved(View):
+    task: TaskSummary
+    next: str
+
+
+class Brief(View):
+    brief: dict[str, Any]
+
+
+class SpecApproved(View):
+    spec: Spec
+    tasks_moved: list[str] = Field(description="Tasks that left backlog because of this approval")
+
+
+class SpecList(View):
+    specs: list[Spec]
+    cursor: str | None
+
+
+class DecisionList(View):
+    decisions: list[Decision]
+
+
+class SearchHit(View):
+    kind: str = Field(description="decision, spec or task")
+    id: str
+    title: str
+    status: str | None = None
+    score: float
+
+
+class SearchResults(View):
+    results: list[SearchHit]
+
+
+class Refusal(View):
+    task_id: str
+    code: str
+    message: str
+    current_status: str | None = None
+
+
+class AcceptResult(View):
+    accepted: list[TaskSummary]
+    refused: list[Refusal]
+
+
+# -- builders ---------------------------------------------------------------------------------
+
+
+def project(p: Project) -> ProjectView:
+    return ProjectView(
+        name=p.name,
+        repo=p.repo,
+        description=p.description,
+        max_attempts=p.max_attempts,
+        lease_minutes=p.lease_minutes,
+        verification_on=p.verification_on,
+        execution_defaults=p.execution_defaults,
+        verifier_checks=sorted(p.verifier_config.checks) if p.verifier_config else [],
+    )
+
+
+def summary(t: Task) -> TaskSummary:
+    return TaskSummary(
+        id=t.id,
+        title=t.title,
+        status=t.status,
+        priority=t.priority,
+        risk=t.risk,
+        spec_id=t.spec_id,
+        blocked_by=t.blocked_by,
+        attempts_used=t.attempts_used,
+        claimed_by=t.claim.actor if t.claim else None,
+        lease_expires_at=t.claim.expires_at if t.claim else None,
+        updated_at=t.updated_at,
+    )
+
+
+def task(t: Task) -> TaskView:
+    claim = (
+        ClaimView(
+            actor=t.claim.actor,
+            attempt=t.claim.attempt,
+            claimed_at=t.claim.claimed_at,
+            expires_at=t.claim.expires_at,
+            lease_minutes=t.claim.lease_minutes,
+            phase=t.claim.phase,
+            last_heartbeat_at=t.claim.last_heartbeat_at,
+        )
+        if t.claim
+        else None
+    )
+    return TaskView(
+        id=t.id,
+        project=t.project,
+        title=t.title,
+        description=t.description,
+        status=t.status,
+        priority=t.priority,
+        risk=t.risk,
+        spec_id=t.spec_id,
+        spec_criteria=t.spec_criteria,
+        criteria=t.criteria,
+        blocked_by=t.blocked_by,
+        verification_commands=t.verification_commands,
+        attempts_used=t.attempts_used,
+        max_attempts=t.max_attempts,
+        attempts=t.attempts,
+        findings=t.findings,
+        claim=claim,
+        created_by=t.created_by,
+        created_at=t.created_at,
+        updated_at=t.updated_at,
+        status_changed_at=t.status_changed_at,
+    )

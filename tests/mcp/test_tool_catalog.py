@@ -1,0 +1,74 @@
+"""The tool catalog an agent sees (tools/list): every tool of DESIGN.md section 6, each with a
+description a model can act on and exact, described schemas."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from mcp_types import Tool
+
+from taskgate.mcp.server import server
+
+DESIGN_TOOLS = {
+    "list_projects", "get_project", "create_spec", "update_spec", "approve_spec", "get_spec", "list_specs",
+    "create_task", "update_task", "get_task", "list_tasks", "get_next_tasks", "claim_task", "heartbeat",
+    "release_task", "report_failure", "escalate", "submit_task", "get_task_brief", "log_decision",
+    "list_decisions", "search", "add_note", "set_execution_defaults", "accept_tasks",
+}  # fmt: skip
+READ_ONLY = {
+    "list_projects", "get_project", "get_spec", "list_specs", "get_task", "list_tasks", "get_next_tasks",
+    "get_task_brief", "list_decisions", "search",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict[str, Tool]:
+    return {t.name: t for t in asyncio.run(server.list_tools())}
+
+
+def test_exactly_the_designed_tools(tools: dict[str, Tool]) -> None:
+    assert set(tools) == DESIGN_TOOLS
+
+
+def _undescribed(schema: dict[str, Any]) -> list[str]:
+    """Properties of an input schema that carry no description."""
+    return [name for name, prop in schema.get("properties", {}).items() if not prop.get("description")]
+
+
+@pytest.mark.parametrize("name", sorted(DESIGN_TOOLS))
+def test_each_tool_is_described_for_a_newcomer(tools: dict[str, Tool], name: str) -> None:
+    tool = tools[name]
+    assert tool.description and len(tool.description) > 80, name
+    assert tool.title
+    assert _undescribed(tool.input_schema) == []
+    assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+    assert tool.annotations is not None
+    assert tool.annotations.read_only_hint is (name in READ_ONLY)
+    assert tool.annotations.destructive_hint is False
+
+
+def test_the_run_tools_say_what_to_do_next(tools: dict[str, Tool]) -> None:
+    claim = tools["claim_task"].description or ""
+    assert "claim_token" in claim and "heartbeat" in claim.lower() and "lease" in claim
+    assert "STOP" in (tools["submit_task"].description or "")
+    for name in ["heartbeat", "release_task", "report_failure", "escalate", "submit_task"]:
+        assert "claim_token" in tools[name].input_schema["required"]
+    assert "E_IDENTITY_MISMATCH" in tools["claim_task"].input_schema["properties"]["agent_id"]["description"]
+
+
+def test_enumerations_are_exact_in_the_schema(tools: dict[str, Tool]) -> None:
+    schema = tools["report_failure"].input_schema
+    kind = schema["properties"]["kind"]
+    target = schema["$defs"][kind["$ref"].split("/")[-1]] if "$ref" in kind else kind
+    assert set(target["enum"]) == {"dependency", "spec_gap", "design_conflict", "other"}
+    lease = tools["claim_task"].input_schema["properties"]["lease_minutes"]["anyOf"][0]
+    assert (lease["minimum"], lease["maximum"]) == (1, 120)
+    assert tools["get_task"].input_schema["properties"]["task_id"]["pattern"]
+
+
+def test_no_output_schema_exposes_claim_secrets(tools: dict[str, Tool]) -> None:
+    for tool in tools.values():
+        assert "token_hash" not in str(tool.output_schema), tool.name
+        assert "key_hash" not in str(tool.output_schema), tool.name
