@@ -45,6 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
             table=args.table or "",
             endpoint_url=args.endpoint_url,
             admin_name=args.admin_name,
+            workers=max(1, args.workers),
         )
     )
 
@@ -208,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--admin-name",
         default=os.environ.get("USER") or "admin",
         help="the human the admin token stands for (default: $USER)",
+    )
+    s.add_argument(
+        "--workers", type=int, default=2, help="handler calls served at once (default %(default)s)"
     )
     s.set_defaults(func=cmd_serve)
 

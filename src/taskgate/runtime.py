@@ -76,15 +76,29 @@ _current: tuple[Settings, Context] | None = None
 
 
 def context(settings: Settings | None = None) -> Context:
-    """The process's Context, rebuilt only when the settings change (a warm Lambda reuses it)."""
+    """The process's Context: built from the environment on first use and kept (a warm Lambda
+    reuses it; every request asks, so this path reads no environment). Explicit settings that
+    differ rebuild it; `reset()` forgets it, e.g. after the environment changed."""
     global _current
-    wanted = settings or Settings.from_env()
+    current = _current
+    if current is not None and (settings is None or settings == current[0]):
+        return current[1]
     with _lock:
+        wanted = settings or Settings.from_env()
         if _current is None or _current[0] != wanted:
             if _current is not None:
                 _current[1].store.close()
             _current = (wanted, Context(open_store(wanted)))
         return _current[1]
+
+
+def reset() -> None:
+    """Close and forget the process's Context; the next `context()` reads the environment again."""
+    global _current
+    with _lock:
+        if _current is not None:
+            _current[1].store.close()
+        _current = None
 
 
 def settings() -> Settings:

@@ -71,7 +71,7 @@ def test_a_cognito_user_runs_a_verified_project_on_dynamodb(dynamo_env: Env) -> 
     accepted = env.call("POST", f"/api/tasks/{tid}/accept", caller="jwt")
     assert accepted.status == 200 and accepted.json["status"] == "done"
     detail = env.call("GET", f"/api/tasks/{tid}", caller="jwt").json
-    assert [h["action"] for h in detail["history"]][-3:] == ["submit", "verify_pass", "accept"]
+    assert [h["action"] for h in detail["history"]][-3:] == ["verification_started", "verify_pass", "accept"]
     assert detail["history"][-1]["actor"] == "human:carol"
     assert [r["status"] for r in detail["runs"]] == ["passed"]
     hist = env.call("GET", "/api/projects/shop/history", caller="jwt").json["items"]

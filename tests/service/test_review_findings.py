@@ -261,3 +261,31 @@ def test_revising_a_spec_sends_its_unclaimed_tasks_back_to_backlog(world: World)
     assert world.reload(ready.id).status is Status.BACKLOG
     specs.approve(world.ctx, world.human, "demo", s.id)
     assert world.reload(ready.id).status is Status.READY
+
+
+def test_keys_name_their_id_and_old_style_keys_are_found_by_hash(world: World) -> None:
+    from taskgate.auth import secrets as keysecrets
+    from taskgate.domain.models import Credential, CredentialKind
+    from taskgate.service import keys, records
+    from taskgate.store.port import Put
+
+    world.project()
+    minted = keys.create(world.ctx, world.human, kind=CredentialKind.AGENT, name="bob")
+    assert keysecrets.key_id_of(minted.secret) == minted.credential.id
+    assert keys.authenticate(world.ctx, minted.secret).credential_id == minted.credential.id
+    forged = minted.secret[:-4] + ("AAAA" if not minted.secret.endswith("AAAA") else "BBBB")
+    with pytest.raises(TaskgateError) as err:
+        keys.authenticate(world.ctx, forged)
+    assert err.value.code is ErrorCode.UNAUTHORIZED
+    # a key whose secret does not name its id (another format) is still found, by its hash
+    legacy = "tga_" + "x" * 40
+    cred = Credential(
+        id="key_legacy0001",
+        kind=CredentialKind.AGENT,
+        name="old",
+        key_hash=keysecrets.digest(legacy),
+        created_by="human:alice",
+        created_at=world.clock.now(),
+    )
+    world.ctx.commit([Put(records.credential_item(cred))])
+    assert keys.authenticate(world.ctx, legacy).actor == "agent:old"

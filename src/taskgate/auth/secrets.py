@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 
 AGENT_PREFIX = "tga_"
@@ -30,3 +31,18 @@ def matches(secret: str, stored_hash: str) -> bool:
 
 def new_id(prefix: str) -> str:
     return prefix + secrets.token_hex(6)
+
+
+_KEYED = re.compile(r"^(tg[av]_)([0-9a-f]{12})_([A-Za-z0-9_-]{32})$")
+
+
+def mint_key(prefix: str) -> tuple[str, str]:
+    """A new key id and its secret. The secret names its id, so checking a key is one
+    consistent read by id (then a constant-time hash compare), not an index query."""
+    hex_id = secrets.token_hex(6)
+    return f"key_{hex_id}", f"{prefix}{hex_id}_{secrets.token_urlsafe(24)}"
+
+
+def key_id_of(secret: str) -> str | None:
+    m = _KEYED.match(secret)
+    return f"key_{m.group(2)}" if m else None

@@ -123,6 +123,8 @@ def build(
 def fit(brief: dict[str, Any], budget_chars: int) -> dict[str, Any]:
     """Cut the least relevant parts first until the brief fits the budget."""
     cut: list[str] = brief["truncated"]
+    if _size(brief) <= budget_chars:
+        return brief  # the common case: one measurement, nothing to cut
 
     def pop_last(key: str, label: str, keep: int = 0) -> bool:
         items = brief[key]

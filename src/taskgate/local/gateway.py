@@ -18,7 +18,11 @@ Scope = dict[str, Any]
 Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
 
-MAX_BODY = 1024 * 1024  # the MCP and REST handlers enforce the same bound; this keeps memory flat
+MAX_BODY = 1024 * 1024
+# Handler invocations running at once. Each is a Lambda-style call holding the GIL for most of
+# its ~1 ms; more threads only queue on the GIL and the SQLite write lock and lower throughput
+# (bench/mcp_rate.py: 8 workers ~30% slower than 2). Two keep one slow call from blocking all.
+DEFAULT_WORKERS = 2  # the MCP and REST handlers enforce the same bound; this keeps memory flat
 WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
 
 
@@ -50,11 +54,26 @@ def _api_handler() -> Handler:
 
 
 class Gateway:
-    def __init__(self, web_root: Path = WEB_ROOT, *, max_body: int = MAX_BODY) -> None:
+    def __init__(
+        self,
+        web_root: Path = WEB_ROOT,
+        *,
+        max_body: int = MAX_BODY,
+        handlers: dict[str, Handler] | None = None,
+        workers: int = DEFAULT_WORKERS,
+    ) -> None:
+        self.workers = workers
         self.web_root = web_root
         self.max_body = max_body
-        self._handlers: dict[str, Handler] = {}
+        self._handlers: dict[str, Handler] = dict(handlers or {})  # "mcp"/"api" -> handler; else imported
         self._context = LambdaContext()
+        self._capacity: anyio.CapacityLimiter | None = None
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        # Created lazily: a limiter belongs to the event loop that first uses it.
+        if self._capacity is None:
+            self._capacity = anyio.CapacityLimiter(self.workers)
+        return self._capacity
 
     def warm(self) -> None:
         """Import the handlers before the first request, as a provisioned Lambda would be."""
@@ -107,7 +126,7 @@ class Gateway:
             body=body,
             client=scope.get("client"),
         )
-        response = await anyio.to_thread.run_sync(handler, event, self._context)
+        response = await anyio.to_thread.run_sync(handler, event, self._context, limiter=self._limiter())
         status, headers, payload = from_response(response)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})

@@ -26,6 +26,7 @@ class ServeOptions:
     table: str = ""
     endpoint_url: str | None = None
     admin_name: str = "admin"
+    workers: int = 2
 
 
 def admin_token(data_dir: Path) -> tuple[str, Path]:
@@ -89,7 +90,7 @@ def serve(options: ServeOptions) -> None:
 
     token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
-    gateway = Gateway()
+    gateway = Gateway(workers=options.workers)
     gateway.warm()
     sweeper = Sweeper()
     sweeper.start()

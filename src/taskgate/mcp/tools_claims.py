@@ -70,7 +70,7 @@ async def claim_task(
         attempt=claim.attempt,
         lease_minutes=claim.lease_minutes,
         expires_at=claim.expires_at,
-        brief=brief.for_task(ctx, acting, got.task.id, task=got.task),
+        brief=brief.for_task(ctx, acting, got.task.id, task=got.task, project=got.project),
         next=_work_next(claim.lease_minutes),
     )
 

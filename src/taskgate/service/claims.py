@@ -26,6 +26,7 @@ from taskgate.domain.models import (
     FailureKind,
     HistoryEvent,
     Phase,
+    Project,
     SelfReport,
     Status,
     Submission,
@@ -97,6 +98,7 @@ def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
 class Claimed:
     task: Task
     token: str
+    project: Project | None = None  # as read for this claim; lets the caller build the brief
 
 
 def _lease(ctx: Context, project_lease: int, lease_minutes: int | None) -> int:
@@ -106,9 +108,11 @@ def _lease(ctx: Context, project_lease: int, lease_minutes: int | None) -> int:
     return minutes
 
 
-def _claim_one(ctx: Context, who: Acting, task: Task, lease_minutes: int | None) -> Claimed:
+def _claim_one(
+    ctx: Context, who: Acting, task: Task, lease_minutes: int | None, project: Project | None = None
+) -> Claimed:
     task = settle_expiry(ctx, task)
-    project = ctx.project(task.project)
+    project = project or ctx.project(task.project)
     minutes = _lease(ctx, project.lease_minutes, lease_minutes)
     now = ctx.clock.now()
     token = secrets.mint(secrets.CLAIM_PREFIX)
@@ -143,7 +147,7 @@ def _claim_one(ctx: Context, who: Acting, task: Task, lease_minutes: int | None)
             if stored.claim is not None and stored.claim.token_hash == claim.token_hash:
                 return Claimed(stored, token)
         raise
-    return Claimed(new.model_copy(update={"version": task.version + 1}), token)
+    return Claimed(new.model_copy(update={"version": task.version + 1}), token, project)
 
 
 def claim(
@@ -164,7 +168,7 @@ def claim(
                     ErrorCode.WRONG_STATE, f"{task_id} was claimed by someone else", current_status=now_status
                 ) from exc
             raise
-    ctx.project(project)
+    proj = ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
     window = CANDIDATES
     settled = False
@@ -180,7 +184,7 @@ def claim(
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         candidate = records.load(Task, random.choice(page.items))
         try:
-            return _claim_one(ctx, who, candidate, lease_minutes)
+            return _claim_one(ctx, who, candidate, lease_minutes, proj)
         except TaskgateError as exc:
             # A lost race (conflict) or a stale index entry (wrong state): try another, from a
             # wider window, so many racing agents spread out instead of colliding again.

@@ -73,10 +73,10 @@ def create(
         if verifier_kind is None:
             raise invalid("a verifier key needs verifier_kind 'local' or 'reviewer'")
         prefix = secrets.VERIFIER_PREFIX
-    secret = secrets.mint(prefix)
+    key_id, secret = secrets.mint_key(prefix)
     now = ctx.clock.now()
     cred = Credential(
-        id=secrets.new_id("key_"),
+        id=key_id,
         kind=kind,
         name=name,
         role=role,
@@ -146,10 +146,17 @@ def authenticate(ctx: Context, secret: str) -> Principal:
     """The principal a bearer secret stands for, or E_UNAUTHORIZED (unknown or revoked)."""
     if not secret.startswith((secrets.AGENT_PREFIX, secrets.VERIFIER_PREFIX)):
         raise TaskgateError(ErrorCode.UNAUTHORIZED, "not a taskgate key")
-    page = ctx.store.query_index(IndexName.LOOKUP, records.key_hash_pk(secrets.digest(secret)), limit=1)
-    if not page.items:
+    key_id = secrets.key_id_of(secret)
+    if key_id is not None:
+        item = ctx.store.get(*records.credential_key(key_id))
+    else:  # a key in another format: find it by its hash (the LOOKUP index), then read it consistently
+        page = ctx.store.query_index(IndexName.LOOKUP, records.key_hash_pk(secrets.digest(secret)), limit=1)
+        item = ctx.store.get(page.items[0].pk, page.items[0].sk) if page.items else None
+    if item is None:
         raise TaskgateError(ErrorCode.UNAUTHORIZED, "unknown key")
-    cred = records.load(Credential, ctx.store.get(page.items[0].pk, page.items[0].sk) or page.items[0])
+    cred = records.load(Credential, item)
+    if not secrets.matches(secret, cred.key_hash):
+        raise TaskgateError(ErrorCode.UNAUTHORIZED, "unknown key")
     if not cred.live:
         raise TaskgateError(ErrorCode.UNAUTHORIZED, "this key was revoked")
     if cred.kind is CredentialKind.AGENT:

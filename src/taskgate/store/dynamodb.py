@@ -115,7 +115,7 @@ class DynamoDBStore:
             PK: {"S": item.pk},
             SK: {"S": item.sk},
             VERSION: {"N": str(item.version)},
-            DATA: {"S": json.dumps(item.data, separators=(",", ":"))},
+            DATA: {"S": item.body},
         }
         for name, (ipk, isk) in item.indexes.items():
             attr_pk, attr_sk = INDEX_ATTRS[name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from taskgate.store.schema import IndexName
@@ -23,6 +24,11 @@ class Item:
     version: int = 1
     # index name -> (partition value, sort value); an index absent here does not hold the item
     indexes: dict[IndexName, tuple[str, str]] = field(default_factory=dict)
+
+    @cached_property
+    def body(self) -> str:
+        """The JSON body as stored: encoded once, for the size check and the write."""
+        return json.dumps(self.data, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ def validate_ops(ops: Sequence[Op]) -> None:
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: version must be {want}")
             if any(not ipk or not isk for ipk, isk in op.item.indexes.values()):
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: index keys must not be empty")
-            size = len(json.dumps(op.item.data, separators=(",", ":")).encode())
+            size = len(op.item.body.encode())
             if size > MAX_ITEM_BYTES:
                 raise TooLarge(f"{op.item.pk}/{op.item.sk}: body of {size} bytes is over {MAX_ITEM_BYTES}")
         elif not isinstance(op, Delete | Check):
