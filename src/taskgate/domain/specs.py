@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import criterion_id
@@ -10,15 +10,19 @@ from taskgate.domain.models import Criterion, CriterionInput, CriterionKind, Spe
 
 
 def number_criteria(spec_number: int, given: list[CriterionInput]) -> list[Criterion]:
+    """A spec's criteria, AC-<n>.<m>."""
     if not given:
         raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a spec needs at least one acceptance criterion")
+    return numbered(given, lambda index: criterion_id(spec_number, index))
+
+
+def numbered(given: list[CriterionInput], id_of: Callable[[int], str]) -> list[Criterion]:
+    """Criteria with server-assigned ids; a test or command criterion must say what to run."""
     out = []
     for index, c in enumerate(given, start=1):
         if c.kind in (CriterionKind.TEST, CriterionKind.COMMAND) and not (c.verify_ref or "").strip():
             raise invalid(f"criterion {index}: a {c.kind.value} criterion needs verify_ref")
-        out.append(
-            Criterion(id=criterion_id(spec_number, index), text=c.text, kind=c.kind, verify_ref=c.verify_ref)
-        )
+        out.append(Criterion(id=id_of(index), text=c.text, kind=c.kind, verify_ref=c.verify_ref))
     return out
 
 

@@ -26,6 +26,7 @@ from taskgate.mcp.args import (
 from taskgate.mcp.identity import who
 from taskgate.mcp.registry import tool
 from taskgate.service import brief, review, tasks
+from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 
 OwnCriteria = Annotated[
     list[CriterionInput] | None,
@@ -44,7 +45,14 @@ SpecCriteria = Annotated[
         max_length=100,
     ),
 ]
-Priority = Annotated[int, Field(description="Higher is claimed first (-1000..1000).", ge=-1000, le=1000)]
+Priority = Annotated[
+    int,
+    Field(
+        description=f"Higher is claimed first ({PRIORITY_MIN}..{PRIORITY_MAX}).",
+        ge=PRIORITY_MIN,
+        le=PRIORITY_MAX,
+    ),
+]
 
 
 @tool("Create a task")
@@ -100,7 +108,7 @@ async def update_task(
     title: Annotated[ShortText | None, Field(description="New title; omit to keep.")] = None,
     description: Annotated[Text | None, Field(description="New description; omit to keep.")] = None,
     priority: Annotated[
-        int | None, Field(description="New priority; omit to keep.", ge=-1000, le=1000)
+        int | None, Field(description="New priority; omit to keep.", ge=PRIORITY_MIN, le=PRIORITY_MAX)
     ] = None,
     criteria: OwnCriteria = None,
     spec_criteria: SpecCriteria = None,

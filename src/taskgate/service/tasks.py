@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import own_criterion_id, parse_task_id, task_id
@@ -24,7 +24,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.domain.specs import criteria_of, duplicate_warnings
+from taskgate.domain.specs import criteria_of, duplicate_warnings, numbered
 from taskgate.service import cascades, counters, records
 from taskgate.service.claims import settle_expiry, settle_lapsed
 from taskgate.service.context import Context, event, put_event, put_task
@@ -41,14 +41,7 @@ class Written:
 
 
 def _own_criteria(tid: str, given: list[CriterionInput]) -> list[Criterion]:
-    out = []
-    for index, c in enumerate(given, start=1):
-        if c.kind in (CriterionKind.TEST, CriterionKind.COMMAND) and not (c.verify_ref or "").strip():
-            raise invalid(f"criterion {index}: a {c.kind.value} criterion needs verify_ref")
-        out.append(
-            Criterion(id=own_criterion_id(tid, index), text=c.text, kind=c.kind, verify_ref=c.verify_ref)
-        )
-    return out
+    return numbered(given, lambda index: own_criterion_id(tid, index))
 
 
 def _check_priority(priority: int) -> None:
@@ -240,31 +233,28 @@ def get(ctx: Context, who: Acting, tid: str) -> Task:
     return settle_expiry(ctx, ctx.task(tid))
 
 
-def history(ctx: Context, who: Acting, tid: str) -> list[HistoryEvent]:
+R = TypeVar("R", HistoryEvent, Note, VerificationRun)
+
+
+def _task_records(ctx: Context, who: Acting, tid: str, prefix: str, model: type[R]) -> list[R]:
+    """The records kept in a task's own partition under one prefix, oldest first."""
     project, _ = parse_task_id(tid)
     authorize(Op.READ, who, project=project)
-    items = ctx.all_pages(
-        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="H#", limit=200, cursor=c)
-    )
-    return [records.load(HistoryEvent, i) for i in items]
+    pk = records.task_pk(tid)
+    items = ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix=prefix, limit=200, cursor=c))
+    return [records.load(model, i) for i in items]
+
+
+def history(ctx: Context, who: Acting, tid: str) -> list[HistoryEvent]:
+    return _task_records(ctx, who, tid, "H#", HistoryEvent)
 
 
 def notes(ctx: Context, who: Acting, tid: str) -> list[Note]:
-    project, _ = parse_task_id(tid)
-    authorize(Op.READ, who, project=project)
-    items = ctx.all_pages(
-        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="N#", limit=200, cursor=c)
-    )
-    return [records.load(Note, i) for i in items]
+    return _task_records(ctx, who, tid, "N#", Note)
 
 
 def runs(ctx: Context, who: Acting, tid: str) -> list[VerificationRun]:
-    project, _ = parse_task_id(tid)
-    authorize(Op.READ, who, project=project)
-    items = ctx.all_pages(
-        lambda c: ctx.store.query(records.task_pk(tid), sk_prefix="R#", limit=200, cursor=c)
-    )
-    return [records.load(VerificationRun, i) for i in items]
+    return _task_records(ctx, who, tid, "R#", VerificationRun)
 
 
 def list_tasks(
