@@ -96,7 +96,8 @@ def serve(options: ServeOptions) -> None:
     sweeper.start()
     base = f"http://{'[' + options.host + ']' if ':' in options.host else options.host}:{options.port}"
     print(f"taskgate serving on {base}", flush=True)
-    print(f"  board:       {base}/", flush=True)
+    if (gateway.web_root / "index.html").is_file():
+        print(f"  board:       {base}/", flush=True)
     print(f"  MCP:         {base}/mcp", flush=True)
     print(f"  REST API:    {base}/api  (docs: {base}/api/docs)", flush=True)
     print(f"  admin token: {token_path}", flush=True)
