@@ -289,3 +289,37 @@ def test_keys_name_their_id_and_old_style_keys_are_found_by_hash(world: World) -
     )
     world.ctx.commit([Put(records.credential_item(cred))])
     assert keys.authenticate(world.ctx, legacy).actor == "agent:old"
+
+
+def test_a_submit_that_loses_a_race_to_its_own_heartbeat_still_lands(world: World) -> None:
+    """The holder's heartbeat (another thread) commits between submit's read and its write: the
+    submit must re-check the token and land, not tell a live holder its claim is stale."""
+    from collections.abc import Sequence
+
+    from taskgate.store.port import Op
+
+    world.project()
+    bob = world.agent("bob")
+    c = world.claimed(bob)
+    real = world.ctx.store
+    raced: list[bool] = []
+
+    class RacingStore:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def commit(self, ops: Sequence[Op]) -> None:
+            if not raced and len(ops) == 2:  # the submit's task + event, before it is written
+                raced.append(True)
+                world.ctx.store = real
+                claims.heartbeat(world.ctx, bob, c.task.id, c.token)
+                world.ctx.store = self  # type: ignore[assignment]
+            real.commit(ops)
+
+    world.ctx.store = RacingStore()  # type: ignore[assignment]
+    try:
+        done = claims.submit(world.ctx, bob, c.task.id, c.token, commit_sha=SHA, evidence="done")
+    finally:
+        world.ctx.store = real
+    assert raced == [True]
+    assert done.status is Status.NEEDS_VERIFICATION
