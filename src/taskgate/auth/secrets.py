@@ -29,10 +29,6 @@ def matches(secret: str, stored_hash: str) -> bool:
     return hmac.compare_digest(digest(secret), stored_hash)
 
 
-def new_id(prefix: str) -> str:
-    return prefix + secrets.token_hex(6)
-
-
 _KEYED = re.compile(r"^(tg[av]_)([0-9a-f]{12})_([A-Za-z0-9_-]{32})$")
 
 

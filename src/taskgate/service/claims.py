@@ -101,7 +101,7 @@ class Claimed:
     project: Project | None = None  # as read for this claim; lets the caller build the brief
 
 
-def _lease(ctx: Context, project_lease: int, lease_minutes: int | None) -> int:
+def _lease(project_lease: int, lease_minutes: int | None) -> int:
     minutes = lease_minutes if lease_minutes is not None else project_lease
     if not 1 <= minutes <= MAX_LEASE_MINUTES:
         raise invalid(f"lease_minutes must be between 1 and {MAX_LEASE_MINUTES}")
@@ -113,7 +113,7 @@ def _claim_one(
 ) -> Claimed:
     task = settle_expiry(ctx, task)
     project = project or ctx.project(task.project)
-    minutes = _lease(ctx, project.lease_minutes, lease_minutes)
+    minutes = _lease(project.lease_minutes, lease_minutes)
     now = ctx.clock.now()
     token = secrets.mint(secrets.CLAIM_PREFIX)
     number = len(task.attempts) + 1

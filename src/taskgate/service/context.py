@@ -82,6 +82,10 @@ class Context:
             if cursor is None:
                 return
 
+    def project_names(self) -> list[str]:
+        """Every project's name, from the directory partition."""
+        return [i.sk for i in self.all_pages(lambda c: self.store.query("PROJECTS", limit=200, cursor=c))]
+
     def tasks_in_status(self, project: str, status: Status) -> Iterator[Task]:
         pk = records.queue_pk(project, status)
         for item in self.all_pages(

@@ -129,9 +129,7 @@ def revoke(ctx: Context, who: Acting, key_id: str) -> tuple[Credential, list[str
     ctx.commit(ops)
     warnings = []
     if old.kind is CredentialKind.VERIFIER and old.verifier_kind is VerifierKind.LOCAL:
-        covered = old.projects or [
-            i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))
-        ]
+        covered = old.projects or ctx.project_names()
         for p in covered:
             proj = ctx.project(p)
             if proj.verification_on and not projects.live_local_verifier_keys(ctx, p):

@@ -53,8 +53,7 @@ def get(ctx: Context, who: Acting, name: str) -> Project:
 
 def list_all(ctx: Context, who: Acting) -> list[Project]:
     authorize(Op.READ, who)
-    names = [i.sk for i in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c))]
-    names = [n for n in names if who.principal.may_use_project(n)]
+    names = [n for n in ctx.project_names() if who.principal.may_use_project(n)]
     items = ctx.store.get_many([records.project_key(n) for n in names])
     return [records.load(Project, i) for i in items]
 

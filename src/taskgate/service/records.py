@@ -162,10 +162,10 @@ def note_item(n: Note) -> Item:
     return Item(task_pk(n.task_id), f"N#{stamp(n.at)}", _body(n))
 
 
-def run_key(run: VerificationRun) -> tuple[str, str]:
-    return (task_pk(run.task_id), f"R#{run.id}")
+def run_key(task_id: str, run_id: str) -> tuple[str, str]:
+    return (task_pk(task_id), f"R#{run_id}")
 
 
 def run_item(run: VerificationRun) -> Item:
-    pk, sk = run_key(run)
+    pk, sk = run_key(run.task_id, run.id)
     return Item(pk, sk, _body(run), _next(run.version))

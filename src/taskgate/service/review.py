@@ -52,7 +52,7 @@ def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
     """A verifier run in progress on a task that is accepted, reopened or cancelled is superseded."""
     if task.live_run is None:
         return []
-    item = ctx.store.get(records.task_pk(task.id), f"R#{task.live_run}")
+    item = ctx.store.get(*records.run_key(task.id, task.live_run))
     if item is None:
         return []
     run = records.load(VerificationRun, item)

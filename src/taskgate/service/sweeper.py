@@ -20,6 +20,6 @@ class SweepReport:
 def sweep(ctx: Context, *, reconcile: bool = True) -> SweepReport:
     report = SweepReport(expired=settle_lapsed(ctx))
     if reconcile:
-        for item in ctx.all_pages(lambda c: ctx.store.query("PROJECTS", limit=200, cursor=c)):
-            report.cascaded += cascades.reconcile(ctx, item.sk)
+        for name in ctx.project_names():
+            report.cascaded += cascades.reconcile(ctx, name)
     return report

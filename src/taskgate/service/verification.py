@@ -44,7 +44,7 @@ class Started:
 
 
 def _run_of(ctx: Context, task_id: str, run_id: str) -> VerificationRun:
-    item = ctx.store.get(records.task_pk(task_id), f"R#{run_id}")
+    item = ctx.store.get(*records.run_key(task_id, run_id))
     if item is None:
         raise TaskgateError(ErrorCode.NOT_FOUND, f"run {run_id} of {task_id} not found")
     return records.load(VerificationRun, item)
@@ -211,7 +211,8 @@ def finish(
     }
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     submission = task.last_submission()
-    cfg = ctx.project(project_name).verifier_config
+    project = ctx.project(project_name)
+    cfg = project.verifier_config
     verdict = rules.decide(
         criteria=criteria,
         spec=spec,
@@ -221,7 +222,6 @@ def finish(
         expected_checks=sorted(cfg.checks) if cfg else [],
         error=error,
     )
-    project = ctx.project(project_name)
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
     action = {
