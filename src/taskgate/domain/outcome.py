@@ -28,6 +28,17 @@ class CheckResult(BaseModel):
     exit_code: int | None = None
     timed_out: bool = False
     output_tail: str = Field(default="", max_length=20_000)
+    duration_ms: int | None = Field(default=None, ge=0)
+
+
+class EvidenceSource(BaseModel):
+    """Where a criterion's evidence came from: the check and report a test ref was read from,
+    or the command a command criterion ran."""
+
+    model_config = ConfigDict(extra="forbid")
+    check: str | None = Field(default=None, max_length=64)
+    report: str | None = Field(default=None, max_length=512)
+    ref: str = Field(max_length=4000)
 
 
 class CriterionResult(BaseModel):
@@ -35,6 +46,7 @@ class CriterionResult(BaseModel):
     result: Evidence
     detail: str = Field(default="", max_length=20_000)
     rationale: str | None = Field(default=None, max_length=20_000)
+    source: EvidenceSource | None = None
 
 
 class Verdict(StrEnum):
