@@ -24,6 +24,7 @@ from taskgate.domain.models import AgentRole, CredentialKind, CriterionInput, Cr
 from taskgate.domain.principals import Acting, acting
 from taskgate.service import claims, keys, projects
 from taskgate.service.context import Context
+from tests.support import evidence
 from tests.support.world import SHA, World
 
 ADMIN_TOKEN = "tgh_test-admin-token-0123456789"
@@ -188,12 +189,7 @@ class Env:
         name = name or f"p{uuid.uuid4().hex[:8]}"
         projects.create(self.ctx, self.world.human, name, repo="/tmp/repo")
         if verification:
-            projects.set_verifier_config(
-                self.ctx,
-                self.world.human,
-                name,
-                {"checks": {"unit": {"command": "pytest", "report": {"path": "r.xml", "format": "junit"}}}},
-            )
+            projects.set_verifier_config(self.ctx, self.world.human, name, evidence.CONFIG)
             projects.set_verification(self.ctx, self.world.human, name, True)
         return name
 

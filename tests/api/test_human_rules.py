@@ -6,10 +6,11 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import AgentRole, CredentialKind, Risk, VerifierKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting
 from taskgate.service import keys, review, verification
 from tests.api.support import Env
+from tests.support.evidence import run_verifier
 from tests.support.world import dump
 
 CONFIG = {"checks": {"unit": {"command": "pytest", "report": {"path": "r.xml", "format": "junit"}}}}
@@ -235,16 +236,7 @@ def test_switching_off_with_work_in_flight(env: Env) -> None:
     running_accept = env.submitted(pid)
     running_reopen = env.submitted(pid)
 
-    run = verification.start(env.ctx, local, task_id=verified)
-    cid = run.work["criteria"][0]["id"]
-    verification.finish(
-        env.ctx,
-        local,
-        verified,
-        run.run.id,
-        checks={"unit": CheckResult(exit_code=0)},
-        results={cid: CriterionResult(result=Evidence.PASS, detail="1 passed")},
-    )
+    run_verifier(env.ctx, local, verified, Evidence.PASS)
     assert _status(env, verified) == "verified"
     live_a = verification.start(env.ctx, local, task_id=running_accept).run.id
     live_r = verification.start(env.ctx, local, task_id=running_reopen).run.id

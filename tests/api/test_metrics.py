@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from taskgate.domain.models import FailureKind, SelfReport
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
-from taskgate.service import claims, verification
+from taskgate.domain.outcome import Evidence
+from taskgate.service import claims
 from tests.api.support import Env
+from tests.support.evidence import run_verifier
 from tests.support.world import SHA
 
 
@@ -22,22 +23,9 @@ def _submit(env: Env, tid: str, token: str, report: dict[str, SelfReport] | None
 
 
 def _verify(env: Env, tid: str, evidence: Evidence | None, *, error: str | None = None) -> None:
-    local = env.actings["verifier"]
     env.clock.advance(minutes=1)
-    started = verification.start(env.ctx, local, task_id=tid)
-    results = (
-        {}
-        if evidence is None
-        else {c["id"]: CriterionResult(result=evidence) for c in started.work["criteria"]}
-    )
-    verification.finish(
-        env.ctx,
-        local,
-        tid,
-        started.run.id,
-        checks={"unit": CheckResult(exit_code=0)},
-        results=results,
-        error=error,
+    run_verifier(
+        env.ctx, env.actings["verifier"], tid, evidence, reviewer=env.actings["reviewer"], error=error
     )
 
 

@@ -10,12 +10,11 @@ from typing import Any
 
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import Acting
-from taskgate.service import claims, projects, review, specs, tasks, verification
+from taskgate.service import claims, projects, review, specs, tasks
+from tests.support.evidence import CONFIG, run_verifier
 from tests.support.world import SHA, World
-
-OK = CheckResult(exit_code=0)
 
 
 @dataclass
@@ -46,7 +45,7 @@ def switch_on(scene: Scene) -> None:
     w = scene.world
     if scene.verifier is None:
         scene.verifier = w.verifier()
-    projects.set_verifier_config(w.ctx, w.human, "demo", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verifier_config(w.ctx, w.human, "demo", CONFIG)
     projects.set_verification(w.ctx, w.human, "demo", True)
 
 
@@ -107,21 +106,7 @@ def reach(scene: Scene, status: Status, *, with_submission: bool = False) -> Sce
 
 def verify(scene: Scene, evidence: Evidence | None, *, error: str | None = None) -> None:
     assert scene.verifier is not None
-    started = verification.start(scene.ctx, scene.verifier, task_id=scene.task_id)
-    results = (
-        {}
-        if evidence is None
-        else {c["id"]: CriterionResult(result=evidence, detail="report") for c in started.work["criteria"]}
-    )
-    verification.finish(
-        scene.ctx,
-        scene.verifier,
-        scene.task_id,
-        started.run.id,
-        checks={"unit": OK},
-        results=results,
-        error=error,
-    )
+    run_verifier(scene.ctx, scene.verifier, scene.task_id, evidence, error=error)
 
 
 def prepare(scene: Scene, action: Action) -> None:

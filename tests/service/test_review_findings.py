@@ -10,9 +10,10 @@ import pytest
 from taskgate.domain import brief as briefs
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Risk, SpecStatus, Status
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.outcome import Evidence
 from taskgate.service import brief, claims, projects, review, specs, tasks, verification
 from tests.service.scenarios import new_scene, reach
+from tests.support.evidence import CONFIG, OK, local_results
 from tests.support.world import SHA, World, dump
 
 
@@ -36,14 +37,13 @@ def test_a_command_an_agent_attached_itself_is_never_run(world: World) -> None:
     assert scene.verifier is not None
     started = verification.start(world.ctx, scene.verifier, task_id=t.id)
     assert started.work["command_criteria_allowed"] is False
-    results = {c["id"]: CriterionResult(result=Evidence.PASS) for c in started.work["criteria"]}
     run, after = verification.finish(
         world.ctx,
         scene.verifier,
         t.id,
         started.run.id,
-        checks={"unit": CheckResult(exit_code=0)},
-        results=results,
+        checks={"unit": OK},
+        results=local_results(started.work["criteria"], Evidence.PASS),
     )
     assert run.status == "error" and after.status is Status.NEEDS_VERIFICATION
 
@@ -135,19 +135,18 @@ def test_a_configured_check_the_verifier_did_not_report_is_an_error(world: World
         world.ctx,
         world.human,
         "demo",
-        {"checks": {"unit": {"command": "pytest"}, "lint": {"command": "ruff check"}}},
+        {"checks": {**CONFIG["checks"], "lint": {"command": "ruff check"}}},
     )
     reach(scene, Status.NEEDS_VERIFICATION)
     assert scene.verifier is not None
     started = verification.start(world.ctx, scene.verifier, task_id=scene.task_id)
-    results = {c["id"]: CriterionResult(result=Evidence.PASS) for c in started.work["criteria"]}
     run, _ = verification.finish(
         world.ctx,
         scene.verifier,
         scene.task_id,
         started.run.id,
-        checks={"unit": CheckResult(exit_code=0)},
-        results=results,
+        checks={"unit": OK},
+        results=local_results(started.work["criteria"], Evidence.PASS),
     )
     assert run.status == "error" and "lint" in run.summary
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.models import Status
+from taskgate.domain.models import AttemptEnding, Status
 
 
 class Action(StrEnum):
@@ -111,6 +111,28 @@ _ROWS: list[Move] = [
 ]
 
 TABLE: tuple[Move, ...] = tuple(_ROWS)
+
+# How a task's open attempt ends when the task moves (attempts are records, DESIGN.md section 3).
+# An attempt ends with its claim, unless it submitted: then it stays open until the submission's
+# fate is known. Actions not listed keep an open attempt open (claim, submit, a verifier pass or
+# error, reverify). Whether the ending used an attempt is the row's `uses_attempt`, so the record
+# and the attempt counter cannot disagree.
+ATTEMPT_ENDINGS: dict[Action, AttemptEnding] = {
+    A.RELEASE: AttemptEnding.RELEASED,
+    A.FAIL_OTHER: AttemptEnding.FAILED,
+    A.FAIL_DEPENDENCY: AttemptEnding.FAILED,
+    A.FAIL_SPEC_GAP: AttemptEnding.FAILED,
+    A.FAIL_DESIGN_CONFLICT: AttemptEnding.FAILED,
+    A.EXPIRE: AttemptEnding.EXPIRED,
+    A.ESCALATE: AttemptEnding.ESCALATED,
+    A.ACCEPT: AttemptEnding.ACCEPTED,
+    A.VERIFY_FAIL: AttemptEnding.VERIFICATION_FAILED,
+    A.REOPEN: AttemptEnding.REOPENED,
+    A.REQUEUE: AttemptEnding.RESOLVED,
+    A.BLOCK: AttemptEnding.RESOLVED,
+    A.REVISE_SPEC: AttemptEnding.RESOLVED,
+    A.CANCEL: AttemptEnding.CANCELLED,
+}
 VERIFIER_ERRORS_TO_NEEDS_HUMAN = 3
 
 

@@ -164,12 +164,21 @@ class AttemptEnding(StrEnum):
     FAILED = "failed"
     EXPIRED = "expired"
     ESCALATED = "escalated"
-    SUBMITTED = "submitted"
+    # A submitted attempt stays open until its submission's fate is decided:
+    ACCEPTED = "accepted"
+    VERIFICATION_FAILED = "verification_failed"
+    REOPENED = "reopened"
+    RESOLVED = "resolved"  # a human requeued, blocked or sent back a task stuck in needs_human
     CANCELLED = "cancelled"
+    # Written by earlier versions, which ended an attempt at submit; still read, never written.
+    SUBMITTED = "submitted"
 
 
 class Attempt(Record):
-    """One claim of a task, start to end. Once `ended_at` is set the record is frozen."""
+    """One claim of a task, from the claim until its outcome is known: it ends when the claim
+    ends without a submission (released, failed, expired, escalated), or, once submitted, when
+    the submission is accepted, fails verification, is reopened or the task leaves the gate.
+    `used` says whether it counted toward max_attempts. Once `ended_at` is set it is frozen."""
 
     number: int
     actor: str

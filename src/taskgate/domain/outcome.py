@@ -7,12 +7,14 @@ checkout failure) is an error, which uses no attempt.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain.models import Criterion, CriterionKind, SelfReport, Spec, Submission
+from taskgate.domain.verifier_config import VerifierConfig
 
 
 class Evidence(StrEnum):
@@ -76,6 +78,29 @@ def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bo
     return all((c.id, c.verify_ref) in approved for c in commands)
 
 
+def _report_paths(config: VerifierConfig | None) -> dict[str, str]:
+    """Check name -> report path, for the configured checks that write a report."""
+    if config is None:
+        return {}
+    return {name: c.report.path for name, c in config.checks.items() if c.report is not None}
+
+
+def _provenance_problem(c: Criterion, r: CriterionResult, reports: Mapping[str, str]) -> str | None:
+    """Why evidence for a test or command criterion cannot be trusted, or None.
+
+    A test criterion's evidence counts only if it was read, for this criterion's verify_ref, from
+    the report of a configured check; a command criterion's only if it ran this verify_ref."""
+    src = r.source
+    if c.kind is CriterionKind.TEST:
+        if src is None or src.check is None or src.check not in reports:
+            return "evidence not read from the report of a configured check"
+        if src.report != reports[src.check] or src.ref != c.verify_ref:
+            return f"evidence read for {src.ref!r} from {src.report!r}, not for this criterion's verify_ref"
+    elif c.kind is CriterionKind.COMMAND and (src is None or src.ref != c.verify_ref):
+        return "evidence not from running this criterion's command"
+    return None
+
+
 def decide(
     *,
     criteria: list[Criterion],
@@ -83,18 +108,25 @@ def decide(
     checks: dict[str, CheckResult],
     results: dict[str, CriterionResult],
     submission: Submission | None,
-    expected_checks: list[str] | None = None,
+    config: VerifierConfig | None = None,
     error: str | None = None,
 ) -> Outcome:
-    """`expected_checks`: the names in the project's verifier config; a check the verifier did not
-    report is an error (the verifier broke), never a silent pass."""
+    """`config`: the project's verifier config. Its checks are the ones that must be reported
+    (one missing is an error: the verifier broke, never a silent pass), and its reports the only
+    places a test criterion's evidence may come from."""
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
     if not criteria:
         return Outcome(Verdict.ERROR, "the task holds no acceptance criterion; nothing can be verified")
-    unreported = sorted(set(expected_checks or []) - set(checks))
+    expected = set(config.checks) if config else set()
+    unreported = sorted(expected - set(checks))
     if unreported:
         return Outcome(Verdict.ERROR, f"configured checks not reported: {', '.join(unreported)}")
+    unknown_checks = sorted(set(checks) - expected)
+    if unknown_checks:
+        return Outcome(
+            Verdict.ERROR, f"checks not in the verifier config were reported: {', '.join(unknown_checks)}"
+        )
     timed_out = sorted(name for name, c in checks.items() if c.timed_out)
     if timed_out:
         return Outcome(Verdict.ERROR, f"check timed out: {', '.join(timed_out)}")
@@ -104,6 +136,18 @@ def decide(
             Verdict.ERROR,
             "a command criterion was not approved by a human with its spec; it was not run",
         )
+    reports = _report_paths(config)
+    tests = [c.id for c in criteria if c.kind is CriterionKind.TEST]
+    if tests and not reports:
+        return Outcome(
+            Verdict.ERROR,
+            f"test criteria ({', '.join(tests)}) need a check with a report, and the verifier config has none",
+        )
+    unanswered = [c.id for c in criteria if c.kind is CriterionKind.REVIEW and c.id not in results]
+    if unanswered:
+        # The reviewer broke or never ran (no reviewer key): that is the verifier's failure, not
+        # the executor's, so it uses no attempt.
+        return Outcome(Verdict.ERROR, f"no reviewer answer for {', '.join(unanswered)}")
     findings: list[str] = []
     failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0)
     for name in failing_checks:
@@ -115,15 +159,18 @@ def decide(
     for c in criteria:
         r = results.get(c.id)
         evidence = r.result if r is not None else Evidence.MISSING
+        detail = (r.detail or r.rationale or "") if r is not None else "no evidence recorded"
+        problem = _provenance_problem(c, r, reports) if r is not None else None
+        if problem is not None:
+            evidence, detail = Evidence.MISSING, problem
         if (
             c.kind is CriterionKind.REVIEW
             and evidence is Evidence.PASS
             and not (r and (r.rationale or "").strip())
         ):
-            evidence = Evidence.MISSING  # a reviewer's pass without a rationale is no evidence
+            evidence, detail = Evidence.MISSING, "the reviewer passed it without a rationale"
         if evidence is not Evidence.PASS:
             failed_criteria.append(c.id)
-            detail = (r.detail or r.rationale or "") if r is not None else "no evidence recorded"
             findings.append(f"{c.id} {evidence.value}: {detail}".rstrip(": "))
     unknown = sorted(set(results) - held_ids)
     if unknown:

@@ -21,7 +21,6 @@ from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
-    AttemptEnding,
     Claim,
     FailureKind,
     HistoryEvent,
@@ -37,7 +36,7 @@ from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import cascades, records
 from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
-from taskgate.service.transitions import end_attempt, move
+from taskgate.service.transitions import move
 from taskgate.store.port import Item
 from taskgate.store.schema import LEASE_SHARDS, IndexName
 
@@ -58,14 +57,13 @@ def settle_expiry(ctx: Context, task: Task) -> Task:
     while lease_expired(task, ctx.clock.now()):
         project = ctx.project(task.project)
         now = ctx.clock.now()
-        attempts = end_attempt(task, now, ending=AttemptEnding.EXPIRED, used=True)
         new, ev = move(
             task,
             project,
             Action.EXPIRE,
             "system:lease",
             now,
-            changes={"claim": None, "attempts": attempts},
+            changes={"claim": None},
             attempt=task.claim.attempt if task.claim else None,
         )
         try:
@@ -265,14 +263,14 @@ def release(ctx: Context, who: Acting, task_id: str, token: str, *, reason: str 
     task = _held(ctx, who, task_id, token)
     project = ctx.project(task.project)
     now = ctx.clock.now()
-    attempts = end_attempt(task, now, ending=AttemptEnding.RELEASED, used=False, learned=reason or None)
     new, ev = move(
         task,
         project,
         Action.RELEASE,
         who,
         now,
-        changes={"claim": None, "attempts": attempts},
+        changes={"claim": None},
+        attempt_record={"learned": reason or None},
         reason=reason or None,
     )
     return _commit_move(ctx, task, new, ev)
@@ -313,22 +311,14 @@ def report_failure(
         changes["blocked_by"] = sorted(set(task.blocked_by) | set(blocked_by))
     project = ctx.project(task.project)
     now = ctx.clock.now()
-    attempts = end_attempt(
-        task,
-        now,
-        ending=AttemptEnding.FAILED,
-        used=True,
-        failure_kind=kind,
-        findings=findings,
-        learned=learned,
-    )
     new, ev = move(
         task,
         project,
         _FAILURE_ACTIONS[kind],
         who,
         now,
-        changes={"claim": None, "attempts": attempts, **changes},
+        changes={"claim": None, **changes},
+        attempt_record={"failure_kind": kind, "findings": findings, "learned": learned},
         kind=kind.value,
     )
     after = _commit_move(ctx, task, new, ev)
@@ -345,14 +335,14 @@ def escalate(ctx: Context, who: Acting, task_id: str, token: str, *, question: s
     task = _held(ctx, who, task_id, token)
     project = ctx.project(task.project)
     now = ctx.clock.now()
-    attempts = end_attempt(task, now, ending=AttemptEnding.ESCALATED, used=False, findings=[question])
     new, ev = move(
         task,
         project,
         Action.ESCALATE,
         who,
         now,
-        changes={"claim": None, "attempts": attempts},
+        changes={"claim": None},
+        attempt_record={"findings": [question]},
         question=question,
     )
     return _commit_move(ctx, task, new, ev)
@@ -394,7 +384,9 @@ def submit(
         credential_id=who.credential_id,
         submitted_at=now,
     )
-    attempts = end_attempt(task, now, ending=AttemptEnding.SUBMITTED, used=False, submission=submission)
+    # The attempt stays open until the submission's fate is known (accepted, failed verification,
+    # reopened): its record then says how it ended, in step with the attempt counter.
+    attempts = [*task.attempts[:-1], task.attempts[-1].model_copy(update={"submission": submission})]
     new, ev = move(
         task, project, Action.SUBMIT, who, now, changes={"claim": None, "attempts": attempts}, commit_sha=sha
     )

@@ -10,7 +10,6 @@ from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
-    AttemptEnding,
     Finding,
     FindingSource,
     Risk,
@@ -25,7 +24,7 @@ from taskgate.domain.principals import Acting
 from taskgate.service import cascades, records
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
-from taskgate.service.transitions import end_attempt, move
+from taskgate.service.transitions import move
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.port import Put
 
@@ -155,9 +154,6 @@ def cancel(ctx: Context, who: Acting, task_id: str, *, reason: str = "") -> Task
     project = ctx.project(project_name)
     now = ctx.clock.now()
     changes: dict[str, Any] = {"claim": None, "live_run": None}
-    current = task.current_attempt()
-    if task.status is Status.CLAIMED and current is not None and current.ended_at is None:
-        changes["attempts"] = end_attempt(task, now, ending=AttemptEnding.CANCELLED, used=False)
     new, ev = move(task, project, Action.CANCEL, who, now, changes=changes, reason=reason or None)
     ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
     return new.model_copy(update={"version": task.version + 1})

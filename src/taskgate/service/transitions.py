@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from taskgate.domain.lifecycle import Action, find_move, land
+from taskgate.domain.lifecycle import ATTEMPT_ENDINGS, Action, find_move, land
 from taskgate.domain.models import Attempt, HistoryEvent, Project, Task
 from taskgate.domain.principals import Acting
 from taskgate.service.context import event
@@ -19,9 +19,12 @@ def move(
     now: datetime,
     *,
     changes: dict[str, Any] | None = None,
+    attempt_record: dict[str, Any] | None = None,
     **detail: Any,
 ) -> tuple[Task, HistoryEvent]:
-    """Apply the table's row for (task.status, action); `changes` are other fields that move with it."""
+    """Apply the table's row for (task.status, action); `changes` are other fields that move with
+    it. If the action ends the task's open attempt (ATTEMPT_ENDINGS), the attempt ends here, with
+    `attempt_record` as further fields of its record (findings, learned, ...)."""
     row = find_move(task.status, action, verification_on=project.verification_on)
     out = land(
         row,
@@ -38,6 +41,14 @@ def move(
     }
     if out.target is not task.status:
         update["status_changed_at"] = now
+    current = task.current_attempt()
+    ending = ATTEMPT_ENDINGS.get(action)
+    if ending is not None and current is not None and current.ended_at is None:
+        update["attempts"] = end_attempt(
+            task, now, ending=ending, used=row.uses_attempt, **(attempt_record or {})
+        )
+    elif attempt_record:
+        raise AssertionError(f"{action.value} on {task.id} ends no attempt; nothing to record")
     new = task.model_copy(update=update)
     ev = event(
         who,

@@ -219,7 +219,7 @@ def finish(
         checks=checks,
         results=merged,
         submission=submission,
-        expected_checks=sorted(cfg.checks) if cfg else [],
+        config=cfg,
         error=error,
     )
     now = ctx.clock.now()

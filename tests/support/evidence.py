@@ -1,0 +1,81 @@
+"""Evidence as a real verifier sends it: each test criterion's result read from the report of a
+configured check, for that criterion's verify_ref; each command criterion's from running its
+verify_ref. The server trusts nothing else (domain/outcome.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain.principals import Acting
+from taskgate.domain.verifier_config import VerifierConfig
+from taskgate.service import verification
+from taskgate.service.context import Context
+
+CHECK = "unit"
+REPORT_PATH = "reports/junit.xml"
+CONFIG: dict[str, Any] = {
+    "checks": {
+        CHECK: {
+            "command": f"pytest --junitxml={REPORT_PATH}",
+            "report": {"path": REPORT_PATH, "format": "junit"},
+        }
+    }
+}
+OK = CheckResult(exit_code=0, duration_ms=10)
+
+
+def local_results(criteria: list[dict[str, Any]], evidence: Evidence, *, detail: str = "") -> dict[str, Any]:
+    """Results for the test and command criteria of a work item (what a local verifier reports)."""
+    out: dict[str, CriterionResult] = {}
+    for c in criteria:
+        if c["kind"] == "test":
+            source = EvidenceSource(check=CHECK, report=REPORT_PATH, ref=c["verify_ref"])
+        elif c["kind"] == "command":
+            source = EvidenceSource(ref=c["verify_ref"])
+        else:
+            continue
+        out[c["id"]] = CriterionResult(
+            result=evidence, detail=detail or f"{evidence.value} in the report", source=source
+        )
+    return out
+
+
+def review_results(
+    criteria: list[dict[str, Any]], evidence: Evidence, *, rationale: str = "the diff does it"
+) -> dict[str, Any]:
+    return {
+        c["id"]: CriterionResult(result=evidence, rationale=rationale)
+        for c in criteria
+        if c["kind"] == "review"
+    }
+
+
+def run_verifier(
+    ctx: Context,
+    local: Acting,
+    task_id: str,
+    evidence: Evidence | None,
+    *,
+    reviewer: Acting | None = None,
+    error: str | None = None,
+    checks: dict[str, CheckResult] | None = None,
+) -> tuple[Any, Any]:
+    """One whole run the way `taskgate verify` makes it: start, the reviewer's answer (if a reviewer
+    is given and the task has review criteria), finish. `evidence` None sends no results."""
+    started = verification.start(ctx, local, task_id=task_id)
+    criteria = started.work["criteria"]
+    if reviewer is not None and evidence is not None and any(c["kind"] == "review" for c in criteria):
+        verification.record_review(ctx, reviewer, task_id, started.run.id, review_results(criteria, evidence))
+    cfg = VerifierConfig.model_validate(started.work["config"]) if started.work["config"] else None
+    return verification.finish(
+        ctx,
+        local,
+        task_id,
+        started.run.id,
+        checks=checks
+        if checks is not None
+        else {name: OK for name in (cfg.checks if cfg else {CHECK: None})},
+        results={} if evidence is None else local_results(criteria, evidence),
+        error=error,
+    )
