@@ -260,6 +260,11 @@ class VerifierConfigOut(Out):
     config: VerifierConfig | None
 
 
+class VerifierConfigDraft(Out):
+    config: VerifierConfig = Field(description="A draft from the project's verification commands; not saved.")
+    notes: list[str] = Field(description="What a human still has to review or decide before saving it.")
+
+
 # -- keys -------------------------------------------------------------------------------------
 
 

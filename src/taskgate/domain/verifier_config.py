@@ -50,3 +50,68 @@ class VerifierConfig(BaseModel):
             if not CHECK_NAME_RE.match(name):
                 raise ValueError(f"check name {name!r} must match {CHECK_NAME_RE.pattern}")
         return v
+
+
+# Where common runners write a JUnit report when told on their command line (or environment).
+_REPORT_FLAGS = (
+    re.compile(r"--junit-?xml[= ](?P<path>\S+)"),  # pytest
+    re.compile(r"--test-reporter-destination[= ](?P<path>\S+)"),  # node --test
+    re.compile(r"--outputFile(?:\.junit)?[= ](?P<path>\S+)"),  # vitest
+    re.compile(r"JEST_JUNIT_OUTPUT_FILE=(?P<path>\S+)"),  # jest-junit
+    re.compile(r"LogFilePath=(?P<path>[^;\"'\s]+)"),  # dotnet test --logger "junit;LogFilePath=..."
+)
+_NAME_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _check_name(command: str, taken: set[str]) -> str:
+    """A readable, unique check name from a command's leading words (`npm test` -> npm-test)."""
+    words = [w for w in command.split() if "=" not in w or w.startswith("-")]
+    lead: list[str] = []
+    for w in words:
+        if w.startswith("-") or not _NAME_WORD.match(w) or len(lead) == 3:
+            break
+        lead.append(w)
+    base = ("-".join(lead) or "check")[:60]
+    name, n = base, 2
+    while name in taken or not CHECK_NAME_RE.match(name):
+        name, n = f"{base}-{n}", n + 1
+        if not CHECK_NAME_RE.match(name):
+            base, name = "check", f"check-{n}"
+    return name
+
+
+def _report_of(command: str) -> ReportSpec | None:
+    for flag in _REPORT_FLAGS:
+        m = flag.search(command)
+        if m is not None:
+            try:
+                return ReportSpec(path=m.group("path").strip("'\""), format="junit")
+            except ValueError:
+                return None  # an absolute or escaping path: a human must choose one
+    return None
+
+
+def draft_from_commands(commands: list[str]) -> tuple[VerifierConfig, list[str]]:
+    """Seed 000's "Start from project commands": the project's verification commands (hints an
+    agent may edit) copied into a draft config, for a human to review and save. Nothing runs a
+    draft; the notes say what the human still has to decide."""
+    notes = [
+        "Review every command before saving: the verifier runs exactly these, in a clean checkout "
+        "of each submission, with no keys or cloud credentials in its environment."
+    ]
+    checks: dict[str, CheckSpec] = {}
+    for raw in dict.fromkeys(commands):  # each distinct command once, in order
+        command = raw.strip()
+        if not command or len(command) > 4000 or any(c.command == command for c in checks.values()):
+            continue
+        name = _check_name(command, set(checks))
+        report = _report_of(command)
+        checks[name] = CheckSpec(command=command, report=report)
+        if report is None:
+            notes.append(
+                f"check {name!r} writes no report the draft could find; test criteria need one: "
+                'add "report": {"path": "<file in the checkout>", "format": "junit" or "json"}'
+            )
+    if not checks:
+        notes.append("the project has no verification commands: write the checks yourself")
+    return VerifierConfig(checks=checks), notes

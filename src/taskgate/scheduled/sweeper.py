@@ -10,4 +10,4 @@ from taskgate.service.sweeper import sweep
 
 def handler(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
     report = sweep(runtime.context())
-    return {"expired": report.expired, "cascaded": report.cascaded}
+    return {"expired": report.expired, "cascaded": report.cascaded, "abandoned_runs": report.abandoned_runs}

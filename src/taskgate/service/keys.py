@@ -17,7 +17,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind
-from taskgate.service import projects, records
+from taskgate.service import projects, records, verification
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Put
 from taskgate.store.schema import IndexName
@@ -25,7 +25,6 @@ from taskgate.store.schema import IndexName
 NAME_RE = ACTOR_RE  # reuse the actor grammar for the name part
 MAX_SCOPE = 50
 ALL = "*"
-MAX_SCOPE = 50
 
 
 @dataclass
@@ -130,6 +129,9 @@ def revoke(ctx: Context, who: Acting, key_id: str) -> tuple[Credential, list[str
     warnings = []
     if old.kind is CredentialKind.VERIFIER and old.verifier_kind is VerifierKind.LOCAL:
         covered = old.projects or ctx.project_names()
+        ended = verification.end_runs_under(ctx, key_id, covered, f"verifier key {key_id} was revoked")
+        if ended:
+            warnings.append(f"runs in progress under this key ended as errors: {', '.join(ended)}")
         for p in covered:
             proj = ctx.project(p)
             if proj.verification_on and not projects.live_local_verifier_keys(ctx, p):

@@ -19,7 +19,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.domain.verifier_config import VerifierConfig
+from taskgate.domain.verifier_config import VerifierConfig, draft_from_commands
 from taskgate.service import records
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Item, Page, Put
@@ -184,6 +184,13 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
         "verifier_config_changed",
         config=parsed.model_dump(mode="json"),
     )
+
+
+def verifier_config_draft(ctx: Context, who: Acting, name: str) -> tuple[VerifierConfig, list[str]]:
+    """A draft verifier config from the project's verification commands ("start from project
+    commands", seed 000): returned for a human to review and save; nothing is written."""
+    authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
+    return draft_from_commands(ctx.project(name).execution_defaults.verification_commands)
 
 
 def history(

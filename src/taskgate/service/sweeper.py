@@ -1,12 +1,12 @@
 """The sweeper: cleanup, not enforcement. Expired leases are settled on every access anyway;
-this returns lapsed tasks to the queue even when nobody touches them, and reconciles cascades
-a crash could have left half-done."""
+this returns lapsed tasks to the queue even when nobody touches them, ends verification runs
+nobody finished in time (as errors), and reconciles cascades a crash could have left half-done."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from taskgate.service import cascades
+from taskgate.service import cascades, verification
 from taskgate.service.claims import settle_lapsed
 from taskgate.service.context import Context
 
@@ -15,10 +15,11 @@ from taskgate.service.context import Context
 class SweepReport:
     expired: list[str] = field(default_factory=list)
     cascaded: list[str] = field(default_factory=list)
+    abandoned_runs: list[str] = field(default_factory=list)
 
 
 def sweep(ctx: Context, *, reconcile: bool = True) -> SweepReport:
-    report = SweepReport(expired=settle_lapsed(ctx))
+    report = SweepReport(expired=settle_lapsed(ctx), abandoned_runs=verification.close_abandoned(ctx))
     if reconcile:
         for name in ctx.project_names():
             report.cascaded += cascades.reconcile(ctx, name)

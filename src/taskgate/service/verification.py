@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from taskgate.domain import outcome as rules
@@ -16,6 +17,7 @@ from taskgate.domain.models import (
     CriterionKind,
     Finding,
     FindingSource,
+    Project,
     Spec,
     Status,
     Task,
@@ -25,9 +27,8 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import records
-from taskgate.service.context import Context, event, put_event, put_task
+from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
 from taskgate.service.transitions import move
-from taskgate.store.port import Op as StoreOp
 from taskgate.store.port import Put
 
 MAX_CHECKS = 50
@@ -50,24 +51,105 @@ def _run_of(ctx: Context, task_id: str, run_id: str) -> VerificationRun:
     return records.load(VerificationRun, item)
 
 
-def _abandoned(ctx: Context, task: Task) -> list[StoreOp]:
-    """Ops that close a live run nobody finished in time; raise if a live run is still fresh."""
-    if task.live_run is None:
-        return []
-    run = _run_of(ctx, task.id, task.live_run)
-    project = ctx.project(task.project)
+def _budget_minutes(project: Project) -> int:
+    """How long a run may take before it counts as abandoned: every check at its timeout, the
+    command criteria and the reviewer (each bounded by one check timeout in `taskgate verify`),
+    plus grace for checkout and reporting."""
     cfg = project.verifier_config
-    budget = RUN_GRACE_MINUTES + (
-        sum(c.timeout_minutes or cfg.check_timeout_minutes for c in cfg.checks.values()) if cfg else 0
-    )
-    if run.status == "running" and ctx.clock.now() < run.started_at + timedelta(minutes=budget):
-        raise TaskgateError(ErrorCode.WRONG_STATE, f"{task.id} already has a verification run in progress")
+    if cfg is None:
+        return RUN_GRACE_MINUTES
+    checks = sum(c.timeout_minutes or cfg.check_timeout_minutes for c in cfg.checks.values())
+    return RUN_GRACE_MINUTES + checks + 2 * cfg.check_timeout_minutes
+
+
+def overdue(project: Project, run: VerificationRun, now: datetime) -> bool:
+    return run.status == "running" and now >= run.started_at + timedelta(minutes=_budget_minutes(project))
+
+
+def _no_answer(project: Project, run: VerificationRun) -> str:
+    return f"run {run.id} got no answer within {_budget_minutes(project)} minutes"
+
+
+def end_as_error(
+    ctx: Context, task_id: str, run_id: str, reason: str, who: Acting | str = SYSTEM
+) -> Task | None:
+    """End a live run as an error of the run (no attempt used; it counts toward three in a row),
+    in one commit with the task's move. None if the run is no longer the task's live run."""
+
+    def attempt() -> Task | None:
+        task = ctx.task(task_id)
+        if task.live_run != run_id:
+            return None
+        run = _run_of(ctx, task_id, run_id)
+        if run.status != "running":
+            return None
+        project = ctx.project(task.project)
+        now = ctx.clock.now()
+        summary = f"verifier error: {reason}"
+        new, ev = move(
+            task,
+            project,
+            Action.VERIFY_ERROR,
+            who,
+            now,
+            changes={"live_run": None},
+            run=run_id,
+            summary=summary,
+        )
+        done = run.model_copy(update={"status": "error", "finished_at": now, "summary": summary})
+        ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
+        return new.model_copy(update={"version": task.version + 1})
+
+    return ctx.retrying(attempt)
+
+
+def _close_if_abandoned(ctx: Context, task: Task, project: Project) -> Task:
+    """A live run nobody finished within its budget ends as an error; a fresh one refuses a start."""
+    if task.live_run is None:
+        return task
+    run = _run_of(ctx, task.id, task.live_run)
     if run.status != "running":
-        return []
-    closed = run.model_copy(
-        update={"status": "superseded", "finished_at": ctx.clock.now(), "summary": "abandoned: no answer"}
-    )
-    return [Put(records.run_item(closed), run.version)]
+        return task
+    if not overdue(project, run, ctx.clock.now()):
+        raise TaskgateError(ErrorCode.WRONG_STATE, f"{task.id} already has a verification run in progress")
+    end_as_error(ctx, task.id, run.id, _no_answer(project, run))
+    return ctx.task(task.id)
+
+
+def _end_live_runs(
+    ctx: Context, projects: list[str], why: Callable[[Project, VerificationRun], str | None]
+) -> list[str]:
+    """End as errors the live runs in these projects for which `why` gives a reason."""
+    out = []
+    for name in projects:
+        project = ctx.project(name)
+        for task in list(ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION)):
+            if task.live_run is None:
+                continue
+            reason = why(project, _run_of(ctx, task.id, task.live_run))
+            if reason is not None and end_as_error(ctx, task.id, task.live_run, reason) is not None:
+                out.append(task.id)
+    return out
+
+
+def close_abandoned(ctx: Context) -> list[str]:
+    """The sweeper's part: end every run nobody finished within its budget. Returns the task ids."""
+    now = ctx.clock.now()
+
+    def why(project: Project, run: VerificationRun) -> str | None:
+        return _no_answer(project, run) if overdue(project, run, now) else None
+
+    return _end_live_runs(ctx, ctx.project_names(), why)
+
+
+def end_runs_under(ctx: Context, credential_id: str, projects: list[str], reason: str) -> list[str]:
+    """End, as errors, the live runs started under a credential (its key was revoked: seed 000,
+    "runs under it end as errors"). Returns the task ids."""
+
+    def why(_: Project, run: VerificationRun) -> str | None:
+        return reason if run.credential_id == credential_id and run.status == "running" else None
+
+    return _end_live_runs(ctx, projects, why)
 
 
 def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
@@ -92,7 +174,13 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         raise TaskgateError(
             ErrorCode.SELF_VERIFY, "a verifier may not verify work submitted with its own key"
         )
-    closing = _abandoned(ctx, task)
+    task = _close_if_abandoned(ctx, task, project)
+    if task.status is not Status.NEEDS_VERIFICATION:  # that error was its third in a row
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"{task_id} is not waiting for verification",
+            current_status=task.status.value,
+        )
     now = ctx.clock.now()
     run = VerificationRun(
         id=f"{iso(now)}-{secrets.token_hex(4)}",
@@ -113,7 +201,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         run=run.id,
         commit_sha=submission.commit_sha,
     )
-    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(run)), *closing])
+    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(run))])
     spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
     criteria = criteria_of(task, spec)
     work = {
@@ -134,12 +222,20 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
     )
 
 
-def waiting(ctx: Context, who: Acting, project: str) -> list[Task]:
-    """Tasks a verifier could start on, oldest submission first."""
-    authorize(Op.VERIFY, who, project=project)
-    if not ctx.project(project).verification_on:
-        return []
-    out = list(ctx.tasks_in_status(project, Status.NEEDS_VERIFICATION))
+def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]:
+    """Tasks a verifier could start on, oldest submission first: of one project, or of every
+    project the key covers that has verification on. A task with a live run is being verified."""
+    if project is not None:
+        authorize(Op.VERIFY, who, project=project)
+        names = [project] if ctx.project(project).verification_on else []
+    else:
+        authorize(Op.VERIFY, who)
+        names = [
+            n
+            for n in ctx.project_names()
+            if who.principal.may_use_project(n) and ctx.project(n).verification_on
+        ]
+    out = [t for n in names for t in ctx.tasks_in_status(n, Status.NEEDS_VERIFICATION) if t.live_run is None]
     return sorted(out, key=lambda t: t.status_changed_at)
 
 

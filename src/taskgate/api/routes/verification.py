@@ -5,7 +5,12 @@ from __future__ import annotations
 from taskgate import runtime
 from taskgate.api.access import Access, caller, route
 from taskgate.api.errors import RefusedWithDetail
-from taskgate.api.schemas import VerificationState, VerificationSwitch, VerifierConfigOut
+from taskgate.api.schemas import (
+    VerificationState,
+    VerificationSwitch,
+    VerifierConfigDraft,
+    VerifierConfigOut,
+)
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Project
 from taskgate.domain.verifier_config import VerifierConfig
@@ -64,6 +69,18 @@ def put_verification(project: str, body: VerificationSwitch) -> VerificationStat
 @route("GET", "/api/projects/<project>/verifier-config", H, summary="The verifier config", tags=TAGS)
 def get_verifier_config(project: str) -> VerifierConfigOut:
     return VerifierConfigOut(config=projects.get(runtime.context(), caller(), project).verifier_config)
+
+
+@route(
+    "GET",
+    "/api/projects/<project>/verifier-config/draft",
+    H,
+    summary="Start from project commands: a draft config built from the verification commands (not saved)",
+    tags=TAGS,
+)
+def get_verifier_config_draft(project: str) -> VerifierConfigDraft:
+    config, notes = projects.verifier_config_draft(runtime.context(), caller(), project)
+    return VerifierConfigDraft(config=config, notes=notes)
 
 
 @route(

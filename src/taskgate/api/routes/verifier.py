@@ -21,10 +21,11 @@ RUN = "/api/verifier/runs/<task_id>/<run_id>"
     "GET",
     "/api/verifier/work",
     Access.LOCAL_VERIFIER,
-    summary="Tasks of a project waiting for verification",
+    summary="Tasks waiting for verification: of one project, or of every project the key covers "
+    "that has verification on",
     tags=TAGS,
 )
-def waiting_work(project: Annotated[str, Query()]) -> WaitingWork:
+def waiting_work(project: Annotated[str | None, Query()] = None) -> WaitingWork:
     waiting = verification.waiting(runtime.context(), caller(), project)
     return WaitingWork(items=[t.id for t in waiting])
 
