@@ -16,12 +16,15 @@ TOKEN_BUDGET = 2000
 CHARS_PER_TOKEN = 4
 
 TEST_REF_RULE = (
-    "A test criterion's verify_ref names one test or one test group in the verifier's report. "
-    "It is matched against classname.name first, then read as a path through nested test suites, "
-    "'group > nested group > test', outer groups optional. A group passes when at least one of its "
-    "tests ran and none failed; a group whose tests were all skipped fails. A ref matching more than "
-    "one test or group is a spec error and never passes. A command criterion's verify_ref is a shell "
-    "command run in a clean checkout; exit 0 passes. Review criteria are judged by a reviewer."
+    "A test criterion's verify_ref names one test or one test group in the verifier's report, "
+    "exactly (case-sensitive). It is matched against classname.name first, then read as a path "
+    "through nested test suites, 'group > nested group > test', outer groups optional (a test named "
+    "'describe > test', as vitest writes it, is that path); only if neither matches, a dotted "
+    "classname or prefix of one (a class, module or package) names the tests under it. A group "
+    "passes when at least one of its tests passed and none failed; a group whose tests were all "
+    "skipped does not pass. A ref matching more than one test or group is a spec error and never "
+    "passes. A command criterion's verify_ref is a shell command run in a clean checkout; exit 0 "
+    "passes. Review criteria are judged by a reviewer."
 )
 
 

@@ -1,0 +1,329 @@
+"""The test-ref rule of seed 000: which test or group a verify_ref names, and its evidence.
+
+A ref is matched, in this order, stopping at the first step that matches anything:
+
+1. `classname.name` of a test, exactly (a JUnit 5 name written as `method()` also answers to
+   `classname.method`).
+2. A path through the groups, `group > nested group > test`, outer groups optional: the path may
+   start at any depth, its segments are consecutive and it ends at the matched group or test.
+   Groups are the report's nested `<testsuite>`s, and the describe path a flat runner writes into
+   a test's name: vitest's `slugify > keeps digits` (and jest-junit configured with
+   ancestorSeparator " > ") is the test `keeps digits` in the group `slugify`. (A name with more
+   than MAX_GROUP_DEPTH parts stays one name.)
+3. Only if nothing matched so far: a classname, or a prefix of classnames ending at a '.' or '$'
+   (a class, a module, a package: `tests.test_strings.TestSlugify`, `com.example`), names the
+   group of the tests under it. This step is ours, not the seed's: runners without nested suites
+   (pytest, the JSON format) would otherwise have no groups at all, and as it comes last it never
+   changes what steps 1 and 2 decide.
+
+Matching is exact and case-sensitive; whitespace around each `>` is ignored, and so are empty
+segments (jest-junit writes " > trim" for a test outside any describe).
+
+A ref that matches more than one test or group (a group and a test of the same name, the same
+group in two files) is AMBIGUOUS and never passes. A test written more than once in the same
+group with the same classname and name (retries, duplicate parameters) is one test with several
+runs: it fails if any run failed, passes if a run passed and none failed, and is skipped if every
+run was skipped. A single test: passed -> PASS, failed or error (JUnit `<error>`) -> FAIL,
+skipped -> SKIPPED. A group passes when at least one of its tests ran (passed) and none failed; skipped tests don't fail
+it; a group whose tests were all skipped is SKIPPED; a group with no test at all is MISSING.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from taskgate.domain.outcome import Evidence
+from taskgate.domain.reports import MAX_GROUP_DEPTH, Group, Report, TestCase, TestOutcome
+
+MAX_DETAIL_CHARS = 4000
+_LISTED = 5  # how many names an ambiguous result lists
+_MESSAGE_IN_DETAIL = 500  # a failure message quoted in a detail is cut to this many characters
+_SUGGEST_FROM = 20_000  # a MISSING result suggests near names only from reports this small
+
+
+@dataclass(frozen=True)
+class RefResult:
+    evidence: Evidence
+    detail: str  # why, for a person: "1 test passed: slugify > keeps digits"
+
+
+@dataclass(eq=False)
+class _Node:
+    """A group or a test in the matcher's view of a report. Real groups are `<testsuite>`s;
+    implied groups come from `a > b` in a test's name. A test node holds every run of it."""
+
+    name: str
+    parent: _Node | None
+    is_group: bool
+    classname: str = ""
+    children: list[_Node] = field(default_factory=list)
+    runs: list[TestCase] = field(default_factory=list)
+
+    def path(self) -> list[str]:
+        """Names from the outermost group down; an unnamed suite is transparent."""
+        names: list[str] = []
+        node: _Node | None = self
+        while node is not None and node.parent is not None:
+            if node.name:
+                names.append(node.name)
+            node = node.parent
+        return names[::-1]
+
+    def label(self) -> str:
+        text = " > ".join(self.path())
+        if self.classname and self.classname not in self.path():
+            text += f" [{self.classname}]"
+        return text
+
+    def tests(self) -> Iterator[_Node]:
+        # Iterative: a name like "a > a > ... > a" nests implied groups as deep as it likes.
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node.is_group:
+                stack.extend(reversed(node.children))
+            else:
+                yield node
+
+
+def segments(text: str) -> list[str]:
+    """A ref or a test name read as a path: split at '>', each part stripped, empty parts dropped."""
+    if ">" not in text:
+        text = text.strip()
+        return [text] if text else []
+    return [part for part in map(str.strip, text.split(">")) if part]
+
+
+def normalize(ref: str) -> str:
+    return " > ".join(segments(ref))
+
+
+class _Index:
+    """A report as nodes, with lookups built once (a report is immutable, so one index serves
+    every criterion matched against it)."""
+
+    def __init__(self, report: Report) -> None:
+        self.root = _Node("", None, True)
+        self.nodes: list[_Node] = []
+        self.by_full_name: dict[str, list[_Node]] = {}  # normalized "classname.name" -> tests
+        self.by_classname: dict[str, list[_Node]] = {}
+        self.by_name: dict[str, list[_Node]] = {}
+        self._add_tests(self.root, report.tests)
+        for g in report.groups:
+            self._add_group(self.root, g)
+        for node in self.nodes:
+            self.by_name.setdefault(node.name, []).append(node)
+
+    def _add_group(self, parent: _Node, group: Group) -> None:
+        node = _Node(group.name.strip(), parent, True)
+        parent.children.append(node)
+        self.nodes.append(node)
+        for g in group.groups:
+            self._add_group(node, g)
+        self._add_tests(node, group.tests)
+
+    def _add_tests(self, parent: _Node, tests: Iterable[TestCase]) -> None:
+        implied: dict[tuple[int, str], _Node] = {}
+        same: dict[tuple[int, str, str], _Node] = {}
+        for case in tests:
+            parts = segments(case.name)
+            if not parts or len(parts) > MAX_GROUP_DEPTH:
+                # No runner nests describes that deep; a name like that stays one name, so a
+                # hostile report cannot make the tree deep (paths are walked per candidate).
+                parts = [case.name.strip()]
+            at = parent
+            for part in parts[:-1]:
+                key = (id(at), part)
+                if key not in implied:
+                    implied[key] = _Node(part, at, True)
+                    at.children.append(implied[key])
+                    self.nodes.append(implied[key])
+                at = implied[key]
+            test_key = (id(at), case.classname, parts[-1])
+            node = same.get(test_key)
+            if node is None:
+                node = same[test_key] = _Node(parts[-1], at, False, classname=case.classname)
+                at.children.append(node)
+                self.nodes.append(node)
+                if case.classname:
+                    self.by_classname.setdefault(case.classname, []).append(node)
+                    names = [case.name] + ([case.name[:-2]] if case.name.endswith("()") else [])
+                    for name in names:
+                        full = normalize(f"{case.classname}.{name}")
+                        self.by_full_name.setdefault(full, []).append(node)
+            node.runs.append(case)
+
+    def find_classname_name(self, ref: str) -> list[_Node]:
+        return list(self.by_full_name.get(normalize(ref), []))
+
+    def find_path(self, parts: list[str]) -> list[_Node]:
+        n = len(parts)
+        return [node for node in self.by_name.get(parts[-1], []) if node.path()[-n:] == parts]
+
+    def find_classname_group(self, ref: str) -> _Node | None:
+        ref = ref.strip()
+        tests = [
+            node
+            for classname, nodes in self.by_classname.items()
+            if classname == ref or classname.startswith((ref + ".", ref + "$"))
+            for node in nodes
+        ]
+        return _Node(ref, None, True, children=tests) if tests else None
+
+    def names(self) -> set[str]:
+        return (set(self.by_name) | set(self.by_full_name)) - {""}
+
+
+# One index per live report object: the verifier matches every criterion against the same few
+# reports, and building the index is most of a match's cost. Keyed by identity (hashing a report
+# would walk it); an entry goes when its report is garbage-collected.
+_INDEXES: dict[int, tuple[weakref.ref[Report], _Index]] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def _index(report: Report) -> _Index:
+    key = id(report)
+    with _INDEXES_LOCK:
+        hit = _INDEXES.get(key)
+        if hit is not None and hit[0]() is report:
+            return hit[1]
+    index = _Index(report)
+
+    def forget(_: object, key: int = key) -> None:
+        with _INDEXES_LOCK:
+            _INDEXES.pop(key, None)
+
+    with _INDEXES_LOCK:
+        _INDEXES[key] = (weakref.ref(report, forget), index)
+    return index
+
+
+def _run_outcome(runs: list[TestCase]) -> TestOutcome:
+    outcomes = {r.outcome for r in runs}
+    if TestOutcome.FAILED in outcomes:
+        return TestOutcome.FAILED
+    if TestOutcome.PASSED in outcomes:
+        return TestOutcome.PASSED
+    return TestOutcome.SKIPPED
+
+
+def _first_message(runs: list[TestCase], outcome: TestOutcome) -> str:
+    """The first run's message, shortened for a detail line (the report keeps it whole)."""
+    text = next((r.message for r in runs if r.outcome is outcome and r.message), "")
+    return text if len(text) <= _MESSAGE_IN_DETAIL else text[: _MESSAGE_IN_DETAIL - 1].rstrip() + "…"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 1].rstrip() + "…"
+
+
+def _judge_test(node: _Node) -> RefResult:
+    outcome = _run_outcome(node.runs)
+    runs = ""
+    if len(node.runs) > 1:
+        counted = sum(1 for r in node.runs if r.outcome is outcome)
+        runs = f" ({outcome.value} in {counted} of {len(node.runs)} runs)"
+    message = _first_message(node.runs, outcome)
+    tail = f": {message}" if message else ""
+    evidence = {
+        TestOutcome.PASSED: Evidence.PASS,
+        TestOutcome.FAILED: Evidence.FAIL,
+        TestOutcome.SKIPPED: Evidence.SKIPPED,
+    }[outcome]
+    return RefResult(evidence, _clip(f"1 test {outcome.value}: {node.label()}{runs}{tail}"))
+
+
+def _judge_group(node: _Node, label: str) -> RefResult:
+    tests = list(node.tests())
+    if not tests:
+        return RefResult(Evidence.MISSING, _clip(f"group {label} holds no test"))
+    by = {o: [t for t in tests if _run_outcome(t.runs) is o] for o in TestOutcome}
+    failed, passed, skipped = by[TestOutcome.FAILED], by[TestOutcome.PASSED], by[TestOutcome.SKIPPED]
+    n = len(tests)
+    if failed:
+        first = failed[0]
+        message = _first_message(first.runs, TestOutcome.FAILED)
+        tail = f": {message}" if message else ""
+        return RefResult(
+            Evidence.FAIL,
+            _clip(f"{len(failed)} of {n} tests failed in group {label}: {first.label()}{tail}"),
+        )
+    if not passed:
+        return RefResult(Evidence.SKIPPED, _clip(f"all {n} tests of group {label} were skipped"))
+    extra = f", {len(skipped)} skipped" if skipped else ""
+    return RefResult(Evidence.PASS, _clip(f"{len(passed)} of {n} tests passed in group {label}{extra}"))
+
+
+def _judge(node: _Node) -> RefResult:
+    return _judge_group(node, node.label()) if node.is_group else _judge_test(node)
+
+
+def _listing(nodes: list[_Node]) -> str:
+    shown = ", ".join(("group " if n.is_group else "test ") + n.label() for n in nodes[:_LISTED])
+    more = f" and {len(nodes) - _LISTED} more" if len(nodes) > _LISTED else ""
+    return shown + more
+
+
+def match(report: Report, ref: str) -> RefResult:
+    """The evidence a report holds for one verify_ref (the module docstring is the rule)."""
+    index = _index(report)
+    result, found = _match(index, ref)
+    return result if found else _missing(ref, [index])
+
+
+def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
+    """The result, and whether the ref points at anything in this report."""
+    parts = segments(ref)
+    if not parts:
+        return RefResult(Evidence.MISSING, "the verify_ref is empty"), False
+    hits = index.find_classname_name(ref) or index.find_path(parts)
+    if len(hits) > 1:
+        detail = f"{normalize(ref)!r} matches {len(hits)}: {_listing(hits)}"
+        return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True
+    if hits:
+        return _judge(hits[0]), True
+    group = index.find_classname_group(ref)
+    if group is not None:
+        return _judge_group(group, f"{ref.strip()} (by classname)"), True
+    return RefResult(Evidence.MISSING, ""), False
+
+
+def _missing(ref: str, indexes: list[_Index], where: str = "") -> RefResult:
+    if not segments(ref):
+        return RefResult(Evidence.MISSING, "the verify_ref is empty")
+    # Suggestions only here, for the final answer: most reports miss most refs in match_reports.
+    names = set().union(*(index.names() for index in indexes))
+    parts = segments(ref)
+    near = (
+        difflib.get_close_matches(parts[-1], sorted(names), n=3, cutoff=0.6)
+        if len(names) <= _SUGGEST_FROM
+        else []
+    )
+    hint = f"; nearest names: {', '.join(near)}" if near else ""
+    return RefResult(Evidence.MISSING, _clip(f"no test or group named {normalize(ref)!r}{where}{hint}"))
+
+
+def match_reports(reports: Mapping[str, Report], ref: str) -> tuple[RefResult, str | None]:
+    """Match one ref against every check's report (keyed by check name). Found in more than one
+    report it is AMBIGUOUS. Returns the result and the check whose report produced it (None when
+    the ref is missing from every report or found in several)."""
+    if not reports:
+        return RefResult(Evidence.MISSING, "no test report to match against"), None
+    indexes = {check: _index(report) for check, report in reports.items()}
+    found = {}
+    for check, index in indexes.items():
+        result, hit = _match(index, ref)
+        if hit:
+            found[check] = result
+    if len(found) == 1:
+        ((check, result),) = found.items()
+        return result, check
+    if len(found) > 1:
+        where = "; ".join(f"{check}: {r.detail}" for check, r in found.items())
+        detail = f"{normalize(ref)!r} is found in the reports of {len(found)} checks: {where}"
+        return RefResult(Evidence.AMBIGUOUS, _clip(detail)), None
+    return _missing(ref, list(indexes.values()), f" in the reports of {', '.join(indexes)}"), None
