@@ -31,7 +31,6 @@ it; a group whose tests were all skipped is SKIPPED; a group with no test at all
 from __future__ import annotations
 
 import difflib
-import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -180,25 +179,23 @@ class _Index:
 
 # One index per live report object: the verifier matches every criterion against the same few
 # reports, and building the index is most of a match's cost. Keyed by identity (hashing a report
-# would walk it); an entry goes when its report is garbage-collected.
+# would walk it); an entry goes when its report is freed, before its id can be reused. No lock:
+# each dict operation is atomic, two threads may at worst build the same index twice, and a
+# weakref callback that took a lock could deadlock when the collector runs inside the locked code.
 _INDEXES: dict[int, tuple[weakref.ref[Report], _Index]] = {}
-_INDEXES_LOCK = threading.Lock()
 
 
 def _index(report: Report) -> _Index:
     key = id(report)
-    with _INDEXES_LOCK:
-        hit = _INDEXES.get(key)
-        if hit is not None and hit[0]() is report:
-            return hit[1]
+    hit = _INDEXES.get(key)
+    if hit is not None and hit[0]() is report:
+        return hit[1]
     index = _Index(report)
 
-    def forget(_: object, key: int = key) -> None:
-        with _INDEXES_LOCK:
-            _INDEXES.pop(key, None)
+    def forget(_: weakref.ref[Report]) -> None:
+        _INDEXES.pop(key, None)
 
-    with _INDEXES_LOCK:
-        _INDEXES[key] = (weakref.ref(report, forget), index)
+    _INDEXES[key] = (weakref.ref(report, forget), index)
     return index
 
 
