@@ -282,7 +282,7 @@ def test_reports_over_the_cap_are_refused_in_both_formats() -> None:
     for fmt in ("junit", "json"):
         with pytest.raises(ReportError) as e:
             parse_report(at_cap + b" ", fmt)  # type: ignore[arg-type]
-        assert e.value.reason == "too_large"
+        assert e.value.reason == "too_large" and isinstance(e.value, ValueError)
         assert (
             str(e.value)
             == f"report is {MAX_REPORT_BYTES + 1} bytes; the limit is {MAX_REPORT_BYTES} bytes (20 MiB)"

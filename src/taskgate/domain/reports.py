@@ -94,9 +94,9 @@ class ReportError(ValueError):
     """A report that cannot be used. `reason` is stable for code to branch on; the message says
     which, short."""
 
-    def __init__(self, reason: ReportReason, message: str) -> None:
+    def __init__(self, message: str, reason: ReportReason) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.reason: ReportReason = reason
 
 
 def parse_report(data: bytes, fmt: Literal["junit", "json"]) -> Report:
@@ -104,7 +104,7 @@ def parse_report(data: bytes, fmt: Literal["junit", "json"]) -> Report:
         return parse_junit(data)
     if fmt == "json":
         return parse_json(data)
-    raise ReportError("wrong_shape", f"unknown report format {fmt!r}; use junit or json")
+    raise ReportError(f"unknown report format {fmt!r}; use junit or json", "wrong_shape")
 
 
 def merge_reports(reports: Iterable[Report]) -> Report:
@@ -121,9 +121,9 @@ def merge_reports(reports: Iterable[Report]) -> Report:
 def _check_size(data: bytes) -> None:
     if len(data) > MAX_REPORT_BYTES:
         raise ReportError(
-            "too_large",
             f"report is {len(data)} bytes; the limit is {MAX_REPORT_BYTES} bytes "
             f"({MAX_REPORT_BYTES // (1024 * 1024)} MiB)",
+            "too_large",
         )
 
 
@@ -144,17 +144,17 @@ def parse_junit(data: bytes) -> Report:
         root: XmlElement = fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except defusedxml.DefusedXmlException as e:
         raise ReportError(
-            "unsafe", f"report refused: it declares a DTD or entities, which are not allowed ({e})"
+            f"report refused: it declares a DTD or entities, which are not allowed ({e})", "unsafe"
         ) from e
     except ParseError as e:
-        raise ReportError("malformed", f"report is not well-formed XML: {e}") from e
+        raise ReportError(f"report is not well-formed XML: {e}", "malformed") from e
     _strip_namespaces(root)
     try:
         xml: Any = JUnitXml.fromroot(cast(Any, root))  # junitparser's types name its own Element
     except JUnitXmlError as e:
         raise ReportError(
-            "wrong_shape",
             f"report is not JUnit XML: its root element is <{root.tag}>, not <testsuites> or <testsuite>",
+            "wrong_shape",
         ) from e
     # junitparser iterates <testsuite> children of the root; node --test also writes top-level
     # tests straight under <testsuites>, so those are read from the root as test cases too.
@@ -173,7 +173,7 @@ def _strip_namespaces(root: XmlElement) -> None:
 
 def _group(suite: Any, depth: int) -> Group:
     if depth > MAX_GROUP_DEPTH:
-        raise ReportError("wrong_shape", f"test suites are nested deeper than {MAX_GROUP_DEPTH} levels")
+        raise ReportError(f"test suites are nested deeper than {MAX_GROUP_DEPTH} levels", "wrong_shape")
     return Group(
         name=_attr(suite, "name"),
         groups=tuple(_group(s, depth + 1) for s in suite.testsuites()),
@@ -270,11 +270,11 @@ def parse_json(data: bytes) -> Report:
 def _json_problem(e: ValidationError) -> ReportError:
     first = e.errors(include_url=False, include_context=False, include_input=False)[0]
     if first["type"] in ("json_invalid", "json_type"):
-        return ReportError("malformed", f"report is not valid JSON: {first['msg']}")
+        return ReportError(f"report is not valid JSON: {first['msg']}", "malformed")
     where = ".".join(str(p) for p in first["loc"]) or "the top level"
     more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
     return ReportError(
-        "wrong_shape", f"report does not follow the JSON report format at {where}: {first['msg']}{more}"
+        f"report does not follow the JSON report format at {where}: {first['msg']}{more}", "wrong_shape"
     )
 
 
