@@ -155,9 +155,40 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
     if args.action == "set":
         config = json.loads(Path(args.file).read_text() if args.file != "-" else sys.stdin.read())
         out = _client(args).call("PUT", path, config)
+    elif args.action == "draft":
+        # Start from project commands: print the draft config (pipe it to a file, review, `set` it)
+        # and its notes on stderr, so stdout stays valid JSON.
+        draft = _client(args).call("GET", f"{path}/draft")
+        for note in draft["notes"]:
+            print(f"note: {note}", file=sys.stderr)
+        print(json.dumps(draft if args.json else draft["config"], indent=2))
+        return
     else:
         out = _client(args).call("GET", path)
     _emit(args, out, json.dumps(out, indent=2))
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    import signal
+
+    from taskgate.verifier.worker import Worker, options_from_env
+
+    if args.task and (args.once or args.project):
+        raise SystemExit("taskgate verify: --task verifies one task; it goes without --once and --project")
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (a container stopping) ends a run like Ctrl-C does
+
+    signal.signal(signal.SIGTERM, stop)
+    opts = options_from_env(
+        server=args.server,
+        once=args.once,
+        task=args.task,
+        project=args.project,
+        interval_s=args.interval,
+        json_lines=args.json,
+    )
+    return Worker(opts).main()
 
 
 def cmd_spec_approve(args: argparse.Namespace) -> None:
@@ -270,10 +301,33 @@ def build_parser() -> argparse.ArgumentParser:
     ts.set_defaults(func=cmd_task_show)
 
     vc = sub.add_parser("verifier-config", parents=[common], help="show or set a project's verifier config")
-    vc.add_argument("action", choices=["get", "set"])
+    vc.add_argument("action", choices=["get", "set", "draft"], help="draft: start from project commands")
     vc.add_argument("project")
     vc.add_argument("--file", default="-", help="JSON config for 'set' (default: stdin)")
     vc.set_defaults(func=cmd_verifier_config)
+
+    vf = sub.add_parser(
+        "verify",
+        help="run the verifier: re-run submitted work's checks from a clean checkout",
+        description="Keys come from the environment: TASKGATE_VERIFIER_KEY (local verifier key), "
+        "TASKGATE_REVIEWER_KEY (optional, for review criteria), TASKGATE_GIT_TOKEN (optional, "
+        "HTTPS token for a private repository). Default: poll for work until interrupted.",
+    )
+    vf.add_argument(
+        "--server",
+        default=os.environ.get("TASKGATE_SERVER", DEFAULT_SERVER),
+        help="taskgate URL (env TASKGATE_SERVER; default %(default)s)",
+    )
+    vf.add_argument("--once", action="store_true", help="verify everything waiting, then exit")
+    vf.add_argument("--task", default=None, help="verify this one task, then exit")
+    vf.add_argument(
+        "--project", default=None, help="only this project (default: every project the key covers)"
+    )
+    vf.add_argument(
+        "--interval", type=float, default=30.0, help="seconds between polls (default %(default)s)"
+    )
+    vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
+    vf.set_defaults(func=cmd_verify)
 
     v = sub.add_parser("verification", parents=[common], help="switch verification on or off")
     v.add_argument("state", choices=["on", "off"])
@@ -296,14 +350,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        code = args.func(args)
     except ApiError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": exc.body, "status": exc.status}))
         else:
             print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
         return 1
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

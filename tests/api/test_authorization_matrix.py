@@ -217,6 +217,11 @@ def _get_config(env: Env, caller: str) -> Req:
     return Req(f"/api/projects/{VERIFIED}/verifier-config")
 
 
+@row("GET", "/api/projects/{project}/verifier-config/draft", 200)
+def _draft_config(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{VERIFIED}/verifier-config/draft")
+
+
 @row("PUT", "/api/projects/{project}/verifier-config", 200)
 def _put_config(env: Env, caller: str) -> Req:
     return Req(

@@ -60,7 +60,16 @@ def test_a_cognito_user_runs_a_verified_project_on_dynamodb(dynamo_env: Env) -> 
         event(
             "POST",
             f"/api/verifier/runs/{tid}/{run_id}/finish",
-            body={"checks": {"unit": {"exit_code": 0}}, "results": {cid: {"result": "pass", "detail": "ok"}}},
+            body={
+                "checks": {"unit": {"exit_code": 0}},
+                "results": {
+                    cid: {
+                        "result": "pass",
+                        "detail": "ok",
+                        "source": {"check": "unit", "report": "r.xml", "ref": "tests.cart"},
+                    }
+                },
+            },
             headers=vhead,
         )
     )

@@ -249,7 +249,7 @@ def test_switching_off_with_work_in_flight(env: Env) -> None:
         "needs_verification",
     )
     work = env.call("GET", "/api/verifier/work", "verifier", query={"project": pid}).json["items"]
-    assert set(work) == {waiting, running_accept, running_reopen}
+    assert work == [waiting]  # the other two are being verified
 
     off = env.call("PUT", f"/api/projects/{pid}/verification", body={"on": False})
     assert off.status == 200 and off.json["on"] is False

@@ -133,3 +133,30 @@ def test_spec_export_writes_the_rendered_spec_into_a_repo(tmp_path: Path) -> Non
         assert out["written"] == str(written)
         text = written.read_text()
         assert text.startswith(f"# {spec['id']}: Health") and "returns 200" in text
+
+
+def test_start_from_project_commands_with_the_cli(tmp_path: Path) -> None:
+    """`taskgate verifier-config draft` prints a config to review on stdout (notes on stderr);
+    `set` saves the reviewed file."""
+    with running(tmp_path / "d") as server:
+        _ok(server.cli("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        status, _ = server.request(
+            "PUT",
+            "/api/projects/demo/execution-defaults",
+            {"verification_commands": ["pytest -q --junitxml=out/junit.xml", "mypy src"]},
+            token=server.admin_token,
+        )
+        assert status == 200
+        drafted = server.cli("verifier-config", "draft", "demo")
+        assert drafted.returncode == 0, drafted.stderr
+        config = json.loads(drafted.stdout)
+        assert config["checks"]["pytest"]["report"] == {"path": "out/junit.xml", "format": "junit"}
+        assert (
+            "note: Review every command" in drafted.stderr and "'mypy-src' writes no report" in drafted.stderr
+        )
+        assert _ok(server.cli("verifier-config", "get", "demo", "--json"))["config"] is None  # not saved
+        (tmp_path / "cfg.json").write_text(drafted.stdout)
+        saved = _ok(
+            server.cli("verifier-config", "set", "demo", "--file", str(tmp_path / "cfg.json"), "--json")
+        )
+        assert sorted(saved["config"]["checks"]) == ["mypy-src", "pytest"]  # type: ignore[index]

@@ -93,6 +93,10 @@ def test_a_review_pass_without_rationale_is_missing() -> None:
     bare = CriterionResult(result=Evidence.PASS, rationale="  ")
     got = _decide([REVIEW], {"AC-1.2": bare})
     assert got.verdict is Verdict.FAILED and got.findings[0].startswith("AC-1.2 missing")
+    counted = got.evidence["AC-1.2"]  # what is stored: as the server counted it
+    assert (
+        counted.result is Evidence.MISSING and counted.detail == "the reviewer passed it without a rationale"
+    )
 
 
 def test_timeouts_and_errors_are_errors_not_failures() -> None:

@@ -212,7 +212,10 @@ def test_junit5_method_names_with_parentheses_also_match_without() -> None:
     )
     for ref in ("com.x.SlugTest.keepsDigits()", "com.x.SlugTest.keepsDigits", "keepsDigits()"):
         check(report, ref, PASS)
-    check(report, "keepsDigits", MISSING)  # by name alone the name is exact
+    # by name alone the name is exact; as a dotted path through classnames, outer parts optional
+    check(report, "keepsDigits", PASS, "1 test passed")
+    check(report, "SlugTest.keepsDigits", PASS)
+    check(report, "keepsDigit", MISSING)
 
 
 def test_a_classname_names_a_group_only_when_nothing_else_matched() -> None:
@@ -243,7 +246,12 @@ def test_a_classname_names_a_group_only_when_nothing_else_matched() -> None:
     check(report, "tests", FAIL, "1 of 5 tests failed")
     check(report, "Outer", PASS, "1 of 1 tests passed in group Outer (by classname)")
     check(report, "tests.test", MISSING)  # a prefix must end at a '.' or '$'
-    check(report, "TestA", MISSING)
+    # outer parts optional, as in a '>' path: the class alone, or module and class
+    check(report, "TestA", PASS, "2 of 3 tests passed in group tests.test_x.TestA (by classname)")
+    check(report, "test_x.TestA", PASS, "in group tests.test_x.TestA")
+    check(report, "TestA.test_a", PASS, "1 test passed")
+    check(report, "Inner", PASS, "in group Outer$Inner")
+    check(report, "estA", MISSING)  # whole parts only
     # A path match comes first: a group named like a classname shadows the classname group.
     shadow = Report(
         groups=(Group("pkg.A", tests=(t("x", classname="pkg.A.B"),)),), tests=(t("y", F, classname="pkg.A"),)
@@ -389,7 +397,8 @@ def test_pytest_refs() -> None:
     check(r, "test_slugify_cases[a b-a-b]", PASS)
     check(r, "tests.test_numbers", PASS, "3 of 3 tests passed")
     check(r, "tests.test_strings", FAIL, "3 of 12 tests failed")
-    check(r, "TestHelpers", MISSING)  # a classname is matched whole, from its start
+    # the same class name in two modules is the same group name in two files: ambiguous
+    check(r, "TestHelpers", AMBIGUOUS, "tests.test_numbers.TestHelpers", "tests.test_strings.TestHelpers")
     check(r, "tests.test_numbers.TestHelpers", PASS)
     check(r, "tests.test_strings.TestHelpers", PASS)
     check(r, "test_adds", PASS)
@@ -410,7 +419,7 @@ def test_surefire_refs() -> None:
     check(r, "com.example.text", FAIL, "(by classname)")
     check(r, "com.example.numbers", PASS, "3 of 3 tests passed")
     check(r, "com.example.numbers.HelpersTest.isPositive{int}[1]", PASS)
-    check(r, "HelpersTest", MISSING)
+    check(r, "HelpersTest", AMBIGUOUS, "matches 2 by classname")
     check(r, "com.example.text.HelpersTest", PASS)
 
 

@@ -63,6 +63,9 @@ class Outcome:
     summary: str
     findings: list[str] = field(default_factory=list)
     self_report_mismatch: list[str] = field(default_factory=list)
+    # Each held criterion's evidence as the server counted it (a pass without a rationale, or
+    # without provenance, is MISSING here); empty when the run is an error.
+    evidence: dict[str, CriterionResult] = field(default_factory=dict)
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -156,11 +159,13 @@ def decide(
             f"check {name} exited {checks[name].exit_code}" + (f": {tail[-2000:]}" if tail else "")
         )
     failed_criteria = []
+    counted: dict[str, CriterionResult] = {}
     for c in criteria:
         r = results.get(c.id)
         evidence = r.result if r is not None else Evidence.MISSING
         detail = (r.detail or r.rationale or "") if r is not None else "no evidence recorded"
-        problem = _provenance_problem(c, r, reports) if r is not None else None
+        # Only a pass needs provenance: anything else is not a pass whoever says so.
+        problem = _provenance_problem(c, r, reports) if r is not None and evidence is Evidence.PASS else None
         if problem is not None:
             evidence, detail = Evidence.MISSING, problem
         if (
@@ -169,6 +174,12 @@ def decide(
             and not (r and (r.rationale or "").strip())
         ):
             evidence, detail = Evidence.MISSING, "the reviewer passed it without a rationale"
+        counted[c.id] = CriterionResult(
+            result=evidence,
+            detail=detail if r is None or evidence is not r.result else r.detail,
+            rationale=r.rationale if r is not None else None,
+            source=r.source if r is not None else None,
+        )
         if evidence is not Evidence.PASS:
             failed_criteria.append(c.id)
             findings.append(f"{c.id} {evidence.value}: {detail}".rstrip(": "))
@@ -182,9 +193,20 @@ def decide(
         )
     if not failing_checks and not failed_criteria:
         return Outcome(
-            Verdict.PASSED, f"all {len(checks)} checks exited 0; all {len(criteria)} criteria passed"
+            Verdict.PASSED,
+            f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
+            evidence=counted,
         )
-    summary = (
-        f"{len(failing_checks)} failing checks, {len(failed_criteria)} criteria without positive evidence"
-    )
-    return Outcome(Verdict.FAILED, summary, findings, mismatch)
+    parts = []
+    if failing_checks:
+        parts.append(f"{_count(len(failing_checks), 'check')} failed: {', '.join(failing_checks)}")
+    if failed_criteria:
+        parts.append(
+            f"{_count(len(failed_criteria), 'criterion', 'criteria')} without positive evidence: "
+            + ", ".join(failed_criteria)
+        )
+    return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"

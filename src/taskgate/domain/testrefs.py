@@ -10,11 +10,14 @@ A ref is matched, in this order, stopping at the first step that matches anythin
    a test's name: vitest's `slugify > keeps digits` (and jest-junit configured with
    ancestorSeparator " > ") is the test `keeps digits` in the group `slugify`. (A name with more
    than MAX_GROUP_DEPTH parts stays one name.)
-3. Only if nothing matched so far: a classname, or a prefix of classnames ending at a '.' or '$'
-   (a class, a module, a package: `tests.test_strings.TestSlugify`, `com.example`), names the
-   group of the tests under it. This step is ours, not the seed's: runners without nested suites
-   (pytest, the JSON format) would otherwise have no groups at all, and as it comes last it never
-   changes what steps 1 and 2 decide.
+3. Only if nothing matched so far: the ref read as a dotted path through classnames, outer parts
+   optional, the way step 2 reads a `>` path through suites. It names a test
+   (`TestSlugify.test_keeps_digits`) or the group of tests under a class, a module or a package
+   (`TestSlugify`, `test_strings.TestSlugify`, `tests`, `Outer$Inner`); parts are separated by
+   '.' or '$' and matched whole. The same class name in two modules is two groups, so
+   AMBIGUOUS. This step is ours, not the seed's: runners without nested suites (pytest, surefire,
+   the JSON format) would otherwise have no groups at all, and as it comes last it never changes
+   what steps 1 and 2 decide.
 
 Matching is exact and case-sensitive; whitespace around each `>` is ignored, and so are empty
 segments (jest-junit writes " > trim" for a test outside any describe).
@@ -31,6 +34,7 @@ it; a group whose tests were all skipped is SKIPPED; a group with no test at all
 from __future__ import annotations
 
 import difflib
+import re
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -163,15 +167,26 @@ class _Index:
         n = len(parts)
         return [node for node in self.by_name.get(parts[-1], []) if node.path()[-n:] == parts]
 
-    def find_classname_group(self, ref: str) -> _Node | None:
+    def find_by_classname(self, ref: str) -> list[_Node]:
+        """Step 3: the ref read as a dotted path through classnames, outer parts optional, the
+        way a `>` path is read through suites. It names a test (`TestSlugify.test_keeps_digits`
+        for `tests.test_strings.TestSlugify.test_keeps_digits`) or a group: a class, a module, a
+        package (`TestSlugify`, `test_strings.TestSlugify`, `tests`). The same class name in two
+        modules is two groups, so AMBIGUOUS."""
         ref = ref.strip()
-        tests = [
-            node
-            for classname, nodes in self.by_classname.items()
-            if classname == ref or classname.startswith((ref + ".", ref + "$"))
-            for node in nodes
-        ]
-        return _Node(ref, None, True, children=tests) if tests else None
+        if not ref:
+            return []
+        tests = [n for full, nodes in self.by_full_name.items() if full.endswith("." + ref) for n in nodes]
+        want = _dotted(ref)
+        groups: dict[str, list[_Node]] = {}
+        for classname, nodes in self.by_classname.items():
+            parts = _dotted(classname)
+            for end in range(len(want), len(parts) + 1):
+                if parts[end - len(want) : end] == want:
+                    prefix = _dotted_prefix(classname, end)
+                    groups.setdefault(prefix, []).extend(nodes)
+        found = [*tests, *(_Node(prefix, None, True, children=nodes) for prefix, nodes in groups.items())]
+        return found
 
     def names(self) -> set[str]:
         return (set(self.by_name) | set(self.by_full_name)) - {""}
@@ -283,10 +298,34 @@ def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True
     if hits:
         return _judge(hits[0]), True
-    group = index.find_classname_group(ref)
-    if group is not None:
-        return _judge_group(group, f"{ref.strip()} (by classname)"), True
+    by_classname = index.find_by_classname(ref)
+    if len(by_classname) > 1:
+        labels = ", ".join(n.name if n.is_group else n.label() for n in by_classname[:_LISTED])
+        detail = f"{ref.strip()!r} matches {len(by_classname)} by classname: {labels}"
+        return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True
+    if by_classname:
+        node = by_classname[0]
+        return (_judge_group(node, f"{node.name} (by classname)") if node.is_group else _judge(node)), True
     return RefResult(Evidence.MISSING, ""), False
+
+
+_CLASS_SEP = re.compile(r"[.$]")
+
+
+def _dotted(name: str) -> list[str]:
+    return [p for p in _CLASS_SEP.split(name.strip()) if p]
+
+
+def _dotted_prefix(classname: str, parts: int) -> str:
+    """The classname up to (not including) the separator after its first `parts` parts."""
+    seen = 0
+    for i, ch in enumerate(classname):
+        if ch in ".$":
+            if i and classname[i - 1] not in ".$":
+                seen += 1
+            if seen == parts:
+                return classname[:i]
+    return classname
 
 
 def _missing(ref: str, indexes: list[_Index], where: str = "") -> RefResult:

@@ -8,6 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
+MIN_TIMEOUT_MINUTES = 0.05
+MAX_TIMEOUT_MINUTES = 240
 
 
 class ReportSpec(BaseModel):
@@ -28,7 +31,7 @@ class CheckSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1, max_length=4000)
     report: ReportSpec | None = None
-    timeout_minutes: int | None = Field(default=None, ge=1, le=240)
+    timeout_minutes: float | None = Field(default=None, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
 
 
 class ReviewerSpec(BaseModel):
@@ -39,7 +42,7 @@ class ReviewerSpec(BaseModel):
 
 class VerifierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    check_timeout_minutes: int = Field(default=15, ge=1, le=240)
+    check_timeout_minutes: float = Field(default=15, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
     checks: dict[str, CheckSpec] = Field(default_factory=dict)
     reviewer: ReviewerSpec | None = None
 

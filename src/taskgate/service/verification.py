@@ -51,7 +51,7 @@ def _run_of(ctx: Context, task_id: str, run_id: str) -> VerificationRun:
     return records.load(VerificationRun, item)
 
 
-def _budget_minutes(project: Project) -> int:
+def _budget_minutes(project: Project) -> float:
     """How long a run may take before it counts as abandoned: every check at its timeout, the
     command criteria and the reviewer (each bounded by one check timeout in `taskgate verify`),
     plus grace for checkout and reporting."""
@@ -355,7 +355,7 @@ def finish(
             "finished_at": now,
             "summary": verdict.summary,
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
-            "evidence": {cid: r.model_dump(mode="json") for cid, r in merged.items()},
+            "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
         }
     )
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])

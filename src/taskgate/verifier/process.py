@@ -1,0 +1,180 @@
+"""Running one command the verifier was told to run (a check, a command criterion, the reviewer).
+
+Each runs under `/bin/sh -c` in its own session and process group, with a timeout, an
+environment without keys, tokens or cloud credentials, and a bounded tail of its output. When it
+ends (exit, timeout or Ctrl-C) nothing it started is left running: its whole process group is
+killed, and so is any process that escaped the group (a `setsid` daemon) but still carries the
+run's marker in its environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+TAIL_BYTES = 64 * 1024  # output kept in memory per command; the server keeps the last 4,000 chars
+KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL for a command that timed out or was interrupted
+READER_JOIN_S = 2.0
+MARKER_VAR = "TGVERIFY_RUN_MARK"  # not TASKGATE_*: that prefix is what the scrub removes
+
+# Never handed to anything the verifier runs: taskgate's keys and tokens, and cloud credentials
+# (an ECS task's AWS_CONTAINER_CREDENTIALS_* included).
+SECRET_PREFIXES = ("TASKGATE_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
+SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"})
+
+
+def scrubbed_env(base: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: v
+        for k, v in base.items()
+        if not k.upper().startswith(SECRET_PREFIXES) and k.upper() not in SECRET_NAMES
+    }
+
+
+def redact(text: str, secrets_: Sequence[str]) -> str:
+    """Defence in depth: the environment is scrubbed, but a secret that reached the output some
+    other way (a file, an argument) is still not recorded."""
+    for s in secrets_:
+        if s and len(s) >= 8:
+            text = text.replace(s, "[redacted]")
+    return text
+
+
+@dataclass(frozen=True)
+class Finished:
+    exit_code: int | None  # None when it timed out; negative: killed by that signal
+    timed_out: bool
+    output: str  # the tail, decoded, secrets redacted (stdout and stderr, unless split)
+    duration_ms: int
+    errors: str = ""  # stderr's tail, when asked for apart
+
+
+class _Tail:
+    """Drains a pipe in a thread, keeping only the last TAIL_BYTES (a check may print gigabytes)."""
+
+    def __init__(self, pipe: IO[bytes] | None) -> None:
+        self.buf = bytearray()
+        self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, pipe: IO[bytes] | None) -> None:
+        if pipe is None:
+            return
+        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            self.buf += chunk
+            if len(self.buf) > 2 * TAIL_BYTES:
+                del self.buf[: len(self.buf) - TAIL_BYTES]
+
+    def text(self) -> str:
+        return bytes(self.buf[-TAIL_BYTES:]).decode("utf-8", "replace")
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _marked(mark: str) -> list[int]:
+    """Processes (of this user) whose environment carries this run's marker."""
+    needle = f"{MARKER_VAR}={mark}".encode()
+    found: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_leftovers(pgid: int, mark: str) -> None:
+    _kill_group(pgid, signal.SIGKILL)
+    for pid in _marked(mark):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def run(
+    command: str,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str],
+    stdin: bytes | None = None,
+    secrets_: Sequence[str] = (),
+    split_stderr: bool = False,
+) -> Finished:
+    """Run `command` to its end (or its timeout). A KeyboardInterrupt stops it, kills everything
+    it started, and propagates. `split_stderr`: keep stderr apart (an answer read from stdout)."""
+    mark = secrets.token_hex(12)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env={**scrubbed_env(env), MARKER_VAR: mark},
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if split_stderr else subprocess.STDOUT,
+        start_new_session=True,  # its own process group: one signal reaches everything it starts
+    )
+    pgid = proc.pid
+    tail = _Tail(proc.stdout)
+    err_tail = _Tail(proc.stderr)
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop(proc, pgid)
+    except BaseException:
+        _stop(proc, pgid)
+        raise
+    finally:
+        _kill_leftovers(pgid, mark)
+        for t, pipe in ((tail, proc.stdout), (err_tail, proc.stderr)):
+            t.thread.join(READER_JOIN_S)
+            if pipe is not None:
+                pipe.close()
+    return Finished(
+        exit_code=None if timed_out else proc.returncode,
+        timed_out=timed_out,
+        output=redact(tail.text(), secrets_),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        errors=redact(err_tail.text(), secrets_),
+    )
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # it stopped reading: its answer (or its exit code) says what happened
+
+
+def _stop(proc: subprocess.Popen[bytes], pgid: int) -> None:
+    _kill_group(pgid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(pgid, signal.SIGKILL)
+        proc.wait()

@@ -1,0 +1,242 @@
+"""One verification run, from the server's work item to the evidence sent back.
+
+The order: refuse early what cannot be verified (no check, unapproved commands, review criteria
+without a reviewer key, test criteria without a report), then a clean checkout, every configured
+check, their reports, the test criteria mapped by the domain's matcher, the approved command
+criteria, and the reviewer for review criteria. Whatever breaks on the verifier's side (checkout,
+a timeout, a missing or unreadable report, the reviewer) is an error of the run, never a failure
+of the executor's work: the server decides the outcome from what is gathered here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskgate.domain.models import Criterion, CriterionKind
+from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain.reports import Report, ReportError
+from taskgate.domain.testrefs import match_reports
+from taskgate.domain.verifier_config import ReviewerSpec, VerifierConfig
+from taskgate.verifier import process, reviewer
+from taskgate.verifier.checkout import Checkout, CheckoutError, checkout
+from taskgate.verifier.reading import ReportMissing, read_report
+
+TAIL_CHARS = 4000  # of each command's output sent to the server (it keeps as much)
+DETAIL_CHARS = 1000
+
+Progress = Callable[[str], None]
+
+
+class RunError(Exception):
+    """The run cannot go on: its evidence ends as an error of the run."""
+
+
+@dataclass
+class Gathered:
+    """What a run found: sent to the server, which decides."""
+
+    checks: dict[str, CheckResult] = field(default_factory=dict)
+    results: dict[str, CriterionResult] = field(default_factory=dict)
+    review: dict[str, CriterionResult] | None = None
+    error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timings[phase] = self.timings.get(phase, 0.0) + time.monotonic() - start
+
+
+def _seconds(minutes: float) -> str:
+    return f"{minutes * 60:.0f} s" if minutes < 1 else f"{minutes:g} min"
+
+
+def _tail(text: str, n: int = TAIL_CHARS) -> str:
+    return text[-n:]
+
+
+@dataclass
+class Runner:
+    env: Mapping[str, str]  # the verifier's own environment; scrubbed before anything runs
+    secrets: Sequence[str] = ()  # values never recorded in any output
+    git_token: str | None = None
+    reviewer_available: bool = False
+    progress: Progress = lambda _line: None
+
+    def execute(self, work: dict[str, Any]) -> Gathered:
+        g = Gathered()
+        try:
+            with ExitStack() as stack:
+                self._gather(work, g, stack)
+        except RunError as exc:
+            g.error = str(exc)
+        return g
+
+    # -- the steps ---------------------------------------------------------------------------
+
+    def _gather(self, work: dict[str, Any], g: Gathered, stack: ExitStack) -> None:
+        cfg = VerifierConfig.model_validate(work["config"]) if work.get("config") else None
+        criteria = [Criterion.model_validate(c) for c in work["criteria"]]
+        by_kind = {k: [c for c in criteria if c.kind is k] for k in CriterionKind}
+        self._refuse_early(work, cfg, by_kind)
+        assert cfg is not None
+        sha = work["commit_sha"]
+        with g.timed("checkout"):
+            try:
+                co = stack.enter_context(checkout(work["repo"], sha, env=self.env, token=self.git_token))
+            except CheckoutError as exc:
+                raise RunError(f"checkout failed: {exc}") from exc
+        self.progress(
+            f"checkout of {co.head[:12]} from {work['repo']} at {co.path} in {g.timings['checkout']:.2f} s"
+        )
+        with g.timed("checks"):
+            self._checks(cfg, co, g)
+        with g.timed("reports"):
+            reports = self._reports(cfg, co, g)
+            self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
+        if by_kind[CriterionKind.COMMAND]:
+            with g.timed("commands"):
+                self._commands(by_kind[CriterionKind.COMMAND], cfg, co, g)
+        if by_kind[CriterionKind.REVIEW]:
+            with g.timed("review"):
+                g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, co)
+
+    def _refuse_early(
+        self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]
+    ) -> None:
+        if cfg is None or not cfg.checks:
+            raise RunError("the project's verifier config has no check")
+        commands = [c.id for c in by_kind[CriterionKind.COMMAND]]
+        if commands and not work.get("command_criteria_allowed"):
+            raise RunError(
+                f"command criteria ({', '.join(commands)}) were not approved by a human with their spec; "
+                "none was run"
+            )
+        reviews = [c.id for c in by_kind[CriterionKind.REVIEW]]
+        if reviews and not self.reviewer_available:
+            raise RunError(
+                f"review criteria ({', '.join(reviews)}) need a reviewer key (TASKGATE_REVIEWER_KEY); none is set"
+            )
+        tests = [c.id for c in by_kind[CriterionKind.TEST]]
+        if tests and not any(c.report for c in cfg.checks.values()):
+            raise RunError(
+                f"test criteria ({', '.join(tests)}) need a check with a report; none is configured"
+            )
+
+    def _run(
+        self, command: str, co: Checkout, minutes: float, stdin: bytes | None = None
+    ) -> process.Finished:
+        return process.run(
+            command,
+            cwd=co.path,
+            timeout_s=minutes * 60,
+            env=self.env,
+            stdin=stdin,
+            secrets_=self.secrets,
+            split_stderr=stdin is not None,  # the reviewer answers on stdout; its stderr is noise
+        )
+
+    def _checks(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+        for name, check in cfg.checks.items():
+            minutes = check.timeout_minutes or cfg.check_timeout_minutes
+            self.progress(f"check {name}: {check.command}")
+            done = self._run(check.command, co, minutes)
+            g.checks[name] = CheckResult(
+                exit_code=done.exit_code,
+                timed_out=done.timed_out,
+                output_tail=_tail(done.output),
+                duration_ms=done.duration_ms,
+            )
+            if done.timed_out:
+                self.progress(f"check {name}: timed out after {_seconds(minutes)}, stopped")
+                raise RunError(f"check {name} timed out after {_seconds(minutes)}")
+            self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s")
+
+    def _reports(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> dict[str, Report]:
+        reports: dict[str, Report] = {}
+        for name, check in cfg.checks.items():
+            if check.report is None:
+                continue
+            try:
+                reports[name] = read_report(co.path, check.report)
+            except ReportMissing:
+                if g.checks[name].exit_code == 0:
+                    raise RunError(
+                        f"check {name} exited 0 but wrote no report at {check.report.path}"
+                    ) from None
+                # It failed before writing one: a failing check, whose criteria have no evidence.
+                self.progress(f"report {name}: none at {check.report.path} (the check failed)")
+                continue
+            except ReportError as exc:
+                raise RunError(f"report of check {name}: {exc}") from exc
+            self.progress(f"report {name}: {check.report.path} read")
+        return reports
+
+    def _test_criteria(
+        self, tests: list[Criterion], cfg: VerifierConfig, reports: dict[str, Report], g: Gathered
+    ) -> None:
+        paths = {n: c.report.path for n, c in cfg.checks.items() if c.report is not None}
+        for c in tests:
+            ref = c.verify_ref or ""
+            found, check = match_reports(reports, ref)
+            source = EvidenceSource(check=check, report=paths[check], ref=ref) if check else None
+            g.results[c.id] = CriterionResult(
+                result=found.evidence, detail=found.detail[:DETAIL_CHARS], source=source
+            )
+            self.progress(f"{c.id} {found.evidence.value}: {found.detail[:200]}")
+
+    def _commands(self, commands: list[Criterion], cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+        # All command criteria of a run share one check timeout (the server's budget counts one).
+        deadline = time.monotonic() + cfg.check_timeout_minutes * 60
+        for c in commands:
+            command = c.verify_ref or ""
+            left = (deadline - time.monotonic()) / 60
+            self.progress(f"{c.id} command: {command}")
+            done = self._run(command, co, max(left, 0.0))
+            if done.timed_out:
+                raise RunError(
+                    f"command criteria took longer than {_seconds(cfg.check_timeout_minutes)} (at {c.id})"
+                )
+            ok = done.exit_code == 0
+            detail = f"exit {done.exit_code} in {done.duration_ms / 1000:.2f} s"
+            if not ok and done.output.strip():
+                detail += ": " + _tail(done.output.strip(), DETAIL_CHARS)
+            g.results[c.id] = CriterionResult(
+                result=Evidence.PASS if ok else Evidence.FAIL,
+                detail=detail,
+                source=EvidenceSource(ref=command),
+            )
+            self.progress(f"{c.id} {'pass' if ok else 'fail'}: exit {done.exit_code}")
+
+    def _review(
+        self, work: dict[str, Any], reviews: list[Criterion], cfg: VerifierConfig, co: Checkout
+    ) -> dict[str, CriterionResult]:
+        spec = cfg.reviewer or ReviewerSpec()
+        try:
+            diff = co.diff_against(spec.base_branch)
+        except CheckoutError as exc:
+            raise RunError(f"reviewer: cannot diff against {spec.base_branch}: {exc}") from exc
+        text = reviewer.prompt(
+            work.get("spec"), [c.model_dump(mode="json") for c in reviews], diff, spec.base_branch
+        )
+        self.progress(f"reviewer: {spec.command} on {len(reviews)} review criteria")
+        done = self._run(spec.command, co, cfg.check_timeout_minutes, stdin=text.encode())
+        if done.timed_out:
+            raise RunError(f"the reviewer took longer than {_seconds(cfg.check_timeout_minutes)}")
+        if done.exit_code != 0:
+            said = (done.errors.strip() or done.output.strip())[-500:]
+            raise RunError(f"the reviewer exited {done.exit_code}: {said}")
+        try:
+            answer = reviewer.parse_answer(done.output, [c.id for c in reviews])
+        except reviewer.ReviewerError as exc:
+            raise RunError(str(exc)) from exc
+        for cid, r in answer.items():
+            self.progress(f"{cid} {r.result.value} (reviewer): {(r.rationale or 'no rationale')[:200]}")
+        return answer

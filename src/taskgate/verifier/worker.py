@@ -1,0 +1,258 @@
+"""`taskgate verify`: finds waiting work through the REST verifier endpoints, runs it, sends the
+evidence back, and prints what happened. It talks to the server like any other client (local or
+cloud); it is not part of it.
+
+Keys come from the environment only (TASKGATE_VERIFIER_KEY, TASKGATE_REVIEWER_KEY,
+TASKGATE_GIT_TOKEN): never on the command line, where `ps` would show them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from taskgate.client import ApiError, Client
+from taskgate.verifier.run import Gathered, Runner
+
+POLL_EVERY_S = 30.0
+INTERRUPTED = "interrupted: the verifier was stopped during the run"
+
+
+class Unreachable(Exception):
+    """The server cannot be reached or refuses the verifier key: nothing to verify with."""
+
+
+@dataclass(frozen=True)
+class Options:
+    server: str
+    verifier_key: str
+    reviewer_key: str | None = None
+    git_token: str | None = None
+    once: bool = False
+    task: str | None = None
+    project: str | None = None
+    interval_s: float = POLL_EVERY_S
+    json: bool = False
+
+
+@dataclass
+class Finished:
+    task_id: str
+    run_id: str
+    commit_sha: str
+    verdict: str  # the server's: passed | failed | error
+    task_status: str
+    summary: str
+    gathered: Gathered
+    total_s: float
+
+    def as_json(self) -> dict[str, Any]:
+        g = self.gathered
+        checks_s = sum((c.duration_ms or 0) for c in g.checks.values()) / 1000
+        return {
+            "task_id": self.task_id,
+            "run_id": self.run_id,
+            "commit_sha": self.commit_sha,
+            "verdict": self.verdict,
+            "task_status": self.task_status,
+            "summary": self.summary,
+            "error": g.error,
+            "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
+            "criteria": {
+                cid: r.model_dump(mode="json", exclude_none=True)
+                for cid, r in {**g.results, **(g.review or {})}.items()
+            },
+            "timings": {f"{k}_s": round(v, 4) for k, v in g.timings.items()}
+            | {"total_s": round(self.total_s, 4), "checks_own_s": round(checks_s, 4)},
+        }
+
+
+def _path(*parts: str) -> str:
+    return "/".join(urllib.parse.quote(p, safe="") for p in parts)
+
+
+class Worker:
+    def __init__(self, opts: Options, *, out: TextIO = sys.stdout, env: dict[str, str] | None = None) -> None:
+        self.opts = opts
+        self.out = out
+        self.local = Client(opts.server, opts.verifier_key)
+        self.reviewer = Client(opts.server, opts.reviewer_key) if opts.reviewer_key else None
+        self.env = dict(os.environ if env is None else env)
+        self.secrets = [s for s in (opts.verifier_key, opts.reviewer_key, opts.git_token) if s]
+
+    # -- output ------------------------------------------------------------------------------
+
+    def say(self, line: str) -> None:
+        if not self.opts.json:
+            print(line, file=self.out, flush=True)
+
+    def _printer(self, task_id: str) -> Callable[[str], None]:
+        return lambda line: self.say(f"  {task_id} {line}")
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def main(self) -> int:
+        """0: done (--once, --task) or stopped cleanly; 1: --task refused; 2: server unreachable
+        or the key refused; 130: interrupted in the middle of a run."""
+        try:
+            if self.opts.task:
+                return 0 if self.verify(self.opts.task) is not None else 1
+            if self.opts.once:
+                for task_id in self.waiting():
+                    self.verify(task_id)
+                return 0
+            return self.poll()
+        except Unreachable as exc:
+            print(f"taskgate verify: {exc}", file=sys.stderr, flush=True)
+            return 2
+        except KeyboardInterrupt:
+            self.say("taskgate verify: stopped")
+            return 130
+
+    def poll(self) -> int:
+        scope = f"project {self.opts.project}" if self.opts.project else "every project this key covers"
+        self.say(
+            f"taskgate verify: {self.opts.server}, {scope}, every {self.opts.interval_s:g} s (Ctrl-C stops)"
+        )
+        while True:
+            try:
+                for task_id in self.waiting():
+                    self.verify(task_id)
+            except Unreachable as exc:  # a service outlives server restarts: try again next round
+                print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
+            time.sleep(self.opts.interval_s)
+
+    def _call(self, client: Client, method: str, path: str, body: Any = None, query: Any = None) -> Any:
+        try:
+            return client.call(method, path, body, query)
+        except ApiError as exc:
+            if exc.status in (0, 401, 403):
+                raise Unreachable(
+                    f"{exc.body.get('code', exc.status)}: {exc.body.get('message', '')}"
+                ) from exc
+            raise
+
+    def waiting(self) -> list[str]:
+        query = {"project": self.opts.project} if self.opts.project else None
+        out = self._call(self.local, "GET", "/api/verifier/work", query=query)
+        return list(out["items"])
+
+    def verify(self, task_id: str) -> Finished | None:
+        """One run on one task; None if the server would not start it (someone else has it, or
+        it is no longer waiting)."""
+        began = time.monotonic()
+        try:
+            work = self._call(self.local, "POST", "/api/verifier/runs", {"task_id": task_id})
+        except ApiError as exc:
+            code = exc.body.get("code", exc.status)
+            self.say(f"{task_id}: not started ({code}: {exc.body.get('message', '')})")
+            return None
+        run_id = work["run_id"]
+        self.say(f"{task_id}: verifying {work['commit_sha'][:12]} (run {run_id})")
+        start_s = time.monotonic() - began
+        runner = Runner(
+            env=self.env,
+            secrets=self.secrets,
+            git_token=self.opts.git_token,
+            reviewer_available=self.reviewer is not None,
+            progress=self._printer(task_id),
+        )
+        try:
+            gathered = runner.execute(work)
+        except KeyboardInterrupt:
+            # Ctrl-C: the run ends as an error (no attempt used), its checkout already removed.
+            self._finish(task_id, run_id, Gathered(error=INTERRUPTED), quiet=True)
+            self.say(f"{task_id}: run ended as an error (interrupted)")
+            raise
+        try:
+            with gathered.timed("reporting"):
+                finished = self._finish(task_id, run_id, gathered)
+            verdict, status, summary = (
+                finished["run"]["status"],
+                finished["task_status"],
+                finished["run"]["summary"],
+            )
+        except ApiError as exc:
+            # The run stopped counting while it ran (a human accepted, reopened or cancelled the
+            # task): the server set it aside, and that is its outcome.
+            if exc.body.get("code") != "E_STALE_CLAIM":
+                raise
+            verdict, status = "superseded", str(exc.body.get("current_status") or "?")
+            summary = str(exc.body.get("message", ""))
+        gathered.timings["reporting"] = gathered.timings.get("reporting", 0.0) + start_s  # starting it, too
+        result = Finished(
+            task_id=task_id,
+            run_id=run_id,
+            commit_sha=work["commit_sha"],
+            verdict=verdict,
+            task_status=status,
+            summary=summary,
+            gathered=gathered,
+            total_s=time.monotonic() - began,
+        )
+        self._report(result)
+        return result
+
+    def _finish(self, task_id: str, run_id: str, g: Gathered, *, quiet: bool = False) -> dict[str, Any]:
+        base = f"/api/verifier/runs/{_path(task_id, run_id)}"
+        if g.review is not None and g.error is None and self.reviewer is not None:
+            review = {"results": {cid: r.model_dump(mode="json") for cid, r in g.review.items()}}
+            try:
+                self._call(self.reviewer, "POST", f"{base}/review", review)
+            except (ApiError, Unreachable) as exc:
+                g.error = f"the server refused the reviewer's answer: {exc}"
+        body: dict[str, Any] = {
+            "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
+            "results": {cid: r.model_dump(mode="json") for cid, r in g.results.items()},
+            "error": g.error,
+        }
+        try:
+            out: dict[str, Any] = self._call(self.local, "POST", f"{base}/finish", body)
+        except (ApiError, Unreachable):
+            if quiet:
+                return {}
+            raise
+        return out
+
+    def _report(self, r: Finished) -> None:
+        if self.opts.json:
+            print(json.dumps(r.as_json(), sort_keys=True), file=self.out, flush=True)
+            return
+        t = r.gathered.timings
+        phases = ", ".join(f"{k} {v:.2f} s" for k, v in t.items())
+        self.say(f"{r.task_id}: {r.verdict} -> {r.task_status} ({r.summary}) in {r.total_s:.2f} s [{phases}]")
+        if r.verdict == "failed":
+            self.say(f"{r.task_id}: the findings go into the next attempt's brief")
+
+
+def options_from_env(
+    *,
+    server: str,
+    once: bool,
+    task: str | None,
+    project: str | None,
+    interval_s: float,
+    json_lines: bool,
+    env: dict[str, str] | None = None,
+) -> Options:
+    e = os.environ if env is None else env
+    key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
+    if not key:
+        raise SystemExit("taskgate verify: set TASKGATE_VERIFIER_KEY to a local verifier key (tgv_...)")
+    return Options(
+        server=server,
+        verifier_key=key,
+        reviewer_key=e.get("TASKGATE_REVIEWER_KEY", "").strip() or None,
+        git_token=e.get("TASKGATE_GIT_TOKEN", "").strip() or None,
+        once=once,
+        task=task,
+        project=project,
+        interval_s=interval_s,
+        json=json_lines,
+    )
