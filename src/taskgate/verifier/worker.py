@@ -21,6 +21,7 @@ from taskgate.client import ApiError, Client
 from taskgate.verifier.run import Gathered, Runner
 
 POLL_EVERY_S = 30.0
+FINISH_TRIES = 3
 INTERRUPTED = "interrupted: the verifier was stopped during the run"
 
 
@@ -89,8 +90,13 @@ class Worker:
     # -- output ------------------------------------------------------------------------------
 
     def say(self, line: str) -> None:
+        """Progress a person follows; with --json, stdout carries only the run lines."""
         if not self.opts.json:
             print(line, file=self.out, flush=True)
+
+    def note(self, line: str) -> None:
+        """Something that did not become a run: on stdout with the progress, else on stderr."""
+        print(line, file=sys.stderr if self.opts.json else self.out, flush=True)
 
     def _printer(self, task_id: str) -> Callable[[str], None]:
         return lambda line: self.say(f"  {task_id} {line}")
@@ -140,7 +146,10 @@ class Worker:
 
     def waiting(self) -> list[str]:
         query = {"project": self.opts.project} if self.opts.project else None
-        out = self._call(self.local, "GET", "/api/verifier/work", query=query)
+        try:
+            out = self._call(self.local, "GET", "/api/verifier/work", query=query)
+        except ApiError as exc:  # e.g. --project names no project this key covers
+            raise Unreachable(f"{exc.body.get('code', exc.status)}: {exc.body.get('message', '')}") from exc
         return list(out["items"])
 
     def verify(self, task_id: str) -> Finished | None:
@@ -151,7 +160,7 @@ class Worker:
             work = self._call(self.local, "POST", "/api/verifier/runs", {"task_id": task_id})
         except ApiError as exc:
             code = exc.body.get("code", exc.status)
-            self.say(f"{task_id}: not started ({code}: {exc.body.get('message', '')})")
+            self.note(f"{task_id}: not started ({code}: {exc.body.get('message', '')})")
             return None
         run_id = work["run_id"]
         self.say(f"{task_id}: verifying {work['commit_sha'][:12]} (run {run_id})")
@@ -179,12 +188,15 @@ class Worker:
                 finished["run"]["summary"],
             )
         except ApiError as exc:
+            code, message = exc.body.get("code", exc.status), str(exc.body.get("message", ""))
+            if code != "E_STALE_CLAIM":
+                # Refused for another reason: say so and go on with the next task (the run, never
+                # finished, ends as an error on the server once its time is up).
+                self.note(f"{task_id}: the server refused the evidence ({code}: {message})")
+                return None
             # The run stopped counting while it ran (a human accepted, reopened or cancelled the
             # task): the server set it aside, and that is its outcome.
-            if exc.body.get("code") != "E_STALE_CLAIM":
-                raise
-            verdict, status = "superseded", str(exc.body.get("current_status") or "?")
-            summary = str(exc.body.get("message", ""))
+            verdict, status, summary = "superseded", str(exc.body.get("current_status") or "?"), message
         gathered.timings["reporting"] = gathered.timings.get("reporting", 0.0) + start_s  # starting it, too
         result = Finished(
             task_id=task_id,
@@ -212,13 +224,23 @@ class Worker:
             "results": {cid: r.model_dump(mode="json") for cid, r in g.results.items()},
             "error": g.error,
         }
-        try:
-            out: dict[str, Any] = self._call(self.local, "POST", f"{base}/finish", body)
-        except (ApiError, Unreachable):
-            if quiet:
-                return {}
-            raise
-        return out
+        for attempt in range(FINISH_TRIES):
+            try:
+                out: dict[str, Any] = self._call(self.local, "POST", f"{base}/finish", body)
+                return out
+            except ApiError as exc:
+                # The task changed at the same moment (a human edit): the evidence still stands.
+                if exc.body.get("code") == "E_CONFLICT" and attempt < FINISH_TRIES - 1:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                if quiet:
+                    return {}
+                raise
+            except Unreachable:
+                if quiet:
+                    return {}
+                raise
+        raise AssertionError("unreachable")
 
     def _report(self, r: Finished) -> None:
         if self.opts.json:
