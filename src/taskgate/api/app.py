@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from taskgate.api import access, routes  # noqa: F401  (routes: imported for their registrations)
 from taskgate.api.access import ROUTES, Access, RouteSpec
-from taskgate.api.errors import INTERNAL, JSON, headers_for, status_and_body, validation_message
+from taskgate.api.errors import INTERNAL, JSON, status_and_body, validation_message
 from taskgate.api.routes.docs import BEARER
 from taskgate.api.schemas import ErrorBody
 from taskgate.domain.errors import ErrorCode, TaskgateError
@@ -85,7 +85,7 @@ def _on_not_json(exc: RequestUnsupportedContentType) -> Response[Any]:
     err = TaskgateError(
         ErrorCode.VALIDATION, "the request body must be JSON (Content-Type: application/json)"
     )
-    return _error(415, err.to_dict(), headers_for(err.code))
+    return _error(415, *status_and_body(err)[1:])
 
 
 def _on_no_route(exc: NotFoundError) -> Response[Any]:

@@ -7,7 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from taskgate import telemetry
 from taskgate.domain.errors import HTTP_STATUS, ErrorCode, TaskgateError
+from taskgate.telemetry import Metric
 
 JSON = "application/json"
 INTERNAL = "E_INTERNAL"  # a bug on our side; never a domain code, so clients cannot branch on it
@@ -32,6 +34,8 @@ def headers_for(code: ErrorCode) -> dict[str, str]:
 
 
 def status_and_body(exc: TaskgateError) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Every refusal of the REST API is shaped here, so this is where refusals are counted."""
+    telemetry.count(Metric.REFUSALS, code=exc.code.value)
     return HTTP_STATUS[exc.code], exc.to_dict(), headers_for(exc.code)
 
 

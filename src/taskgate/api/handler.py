@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from taskgate import runtime
 from taskgate.api import access
 from taskgate.api.app import APP
-from taskgate.api.errors import INTERNAL, JSON, proxy_response, refusal
+from taskgate.api.errors import INTERNAL, JSON, proxy_response, refusal, status_and_body
 from taskgate.auth.resolve import principal
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import Principal
@@ -91,14 +91,10 @@ def _handle(raw_event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if spec is not None and spec.has_body:
             if not _is_json(proxy.headers.get("content-type")):
                 # JSON only: Powertools would also parse forms and multipart (and fail on bad ones).
-                return proxy_response(
-                    415,
-                    {
-                        "code": "E_VALIDATION",
-                        "message": "the request body must be JSON (Content-Type: application/json)",
-                    },
-                    {"Content-Type": JSON},
+                not_json = TaskgateError(
+                    ErrorCode.VALIDATION, "the request body must be JSON (Content-Type: application/json)"
                 )
+                return proxy_response(415, *status_and_body(not_json)[1:])
             _body_decoded(event)
     except TaskgateError as exc:
         return refusal(exc)

@@ -16,12 +16,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from taskgate import runtime
+from taskgate import runtime, telemetry
 from taskgate.auth import resolve
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
 from taskgate.mcp import identity
 from taskgate.mcp.server import server
+from taskgate.telemetry import Metric
 
 PATH = "/mcp"
 MAX_BODY_BYTES = 1024 * 1024
@@ -37,6 +38,7 @@ def _security(hosts: tuple[str, ...], origins: tuple[str, ...]) -> TransportSecu
 
 
 def _error(exc: TaskgateError, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    telemetry.count(Metric.REFUSALS, code=exc.code.value)
     return JSONResponse({**exc.to_dict(), "hint": exc.hint}, status_code=status, headers=headers)
 
 

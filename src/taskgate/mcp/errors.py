@@ -10,10 +10,13 @@ import json
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
+from taskgate import telemetry
 from taskgate.domain.errors import TaskgateError, invalid
+from taskgate.telemetry import Metric
 
 
 def error_result(exc: TaskgateError) -> CallToolResult:
+    telemetry.count(Metric.REFUSALS, code=exc.code.value)
     body = {**exc.to_dict(), "hint": exc.hint}
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
 

@@ -19,10 +19,12 @@ from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextC
 from pydantic import ValidationError
 
 import taskgate
+from taskgate import telemetry
 from taskgate.domain.errors import TaskgateError
 from taskgate.mcp import tools_claims, tools_projects, tools_specs, tools_tasks  # noqa: F401  (registers tools)
 from taskgate.mcp.errors import bad_arguments, error_result, unknown_arguments
 from taskgate.mcp.registry import TOOLS
+from taskgate.telemetry import Metric
 
 INSTRUCTIONS = """\
 taskgate is a task board for coding agents. Your identity and permissions come from your key.
@@ -32,6 +34,10 @@ before the lease runs out -> submit_task(task_id, claim_token, commit_sha, evide
 If you cannot finish: report_failure, escalate (a human must decide) or release_task.
 Architects write specs (create_spec) and tasks (create_task); low-risk specs they may approve.
 Errors come back as JSON {code, message, hint}: follow the hint."""
+
+
+# Tools whose every success is an operational event worth a metric.
+_COUNTED = {"claim_task": Metric.CLAIMS, "submit_task": Metric.SUBMISSIONS}
 
 
 class TaskgateMCP(MCPServer[Any]):
@@ -88,6 +94,8 @@ class TaskgateMCP(MCPServer[Any]):
                 # the tool or its output is a bug: left to the SDK, which logs it.)
                 return error_result(bad_arguments(name, cause))
             raise
+        if name in _COUNTED and not (isinstance(result, CallToolResult) and result.is_error):
+            telemetry.count(_COUNTED[name])
         if isinstance(result, CallToolResult) and result.structured_content is not None:
             # The SDK renders the text copy indented; agents pay per token, so send it compact.
             text = json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)

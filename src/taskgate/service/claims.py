@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Concatenate, ParamSpec, TypeVar
 
+from taskgate import telemetry
 from taskgate.auth import secrets
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
@@ -39,6 +40,7 @@ from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_
 from taskgate.service.transitions import move
 from taskgate.store.port import Item
 from taskgate.store.schema import LEASE_SHARDS, IndexName
+from taskgate.telemetry import Metric
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -68,11 +70,13 @@ def settle_expiry(ctx: Context, task: Task) -> Task:
         )
         try:
             ctx.commit([put_task(task, new), put_event(ev)])
-            return new.model_copy(update={"version": task.version + 1})
         except TaskgateError as exc:
             if exc.code is not ErrorCode.CONFLICT:
                 raise
             task = ctx.task(task.id)
+        else:
+            telemetry.count(Metric.LEASE_EXPIRIES)
+            return new.model_copy(update={"version": task.version + 1})
     return task
 
 

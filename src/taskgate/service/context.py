@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from taskgate import telemetry
 from taskgate.domain.clock import Clock, SystemClock
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
@@ -16,6 +17,7 @@ from taskgate.domain.principals import Acting
 from taskgate.service import records
 from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge
 from taskgate.store.schema import IndexName
+from taskgate.telemetry import Metric
 
 T = TypeVar("T")
 
@@ -34,6 +36,7 @@ class Context:
         try:
             self.store.commit(ops)
         except ConflictError as exc:
+            telemetry.count(Metric.LOST_RACES)
             raise TaskgateError(
                 ErrorCode.CONFLICT, "changed by someone else at the same time; retry"
             ) from exc

@@ -7,11 +7,12 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from taskgate import runtime
+from taskgate import runtime, telemetry
 from taskgate.api.access import Access, caller, route
 from taskgate.api.schemas import FinishIn, ReviewIn, RunFinished, RunWork, StartRun, WaitingWork
 from taskgate.domain.models import VerificationRun
 from taskgate.service import verification
+from taskgate.telemetry import Metric
 
 TAGS = ("verifier",)
 RUN = "/api/verifier/runs/<task_id>/<run_id>"
@@ -74,4 +75,5 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         results=body.results,
         error=body.error,
     )
+    telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status)
