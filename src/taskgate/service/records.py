@@ -3,13 +3,14 @@
 P#<project>   PROJECT              project settings
 P#<project>   COUNTER              next numbers for tasks, specs, decisions
 P#<project>   SPEC#<n:08>          spec
-P#<project>   TASK#<n:08>          task (QUEUE index: Q#<project>#<status>; LEASE index while claimed)
+P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>; LEASE index while claimed)
 P#<project>   DEC#<n:08>           decision
 PROJECTS      <project>            directory entry, for listing projects
 PH#<project>  <time>#<rand>        project history
 T#<task id>   H#<time>#<rand>      task history
 T#<task id>   N#<time>#<rand>      note
 T#<task id>   R#<time>#<run id>    verification run
+T#<task id>   D#<attempt>#<version> verifier dispatch (cloud: one Fargate task per submission)
 KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 """
 
@@ -82,7 +83,10 @@ def credential_key(credential_id: str) -> tuple[str, str]:
 
 
 def queue_pk(project: str, status: Status) -> str:
-    return f"Q#{project}#{status.value}"
+    # Status before project: the cloud's stream filter selects tasks entering a status by the
+    # prefix "Q#<status>#" (Lambda event filters match prefixes, not suffixes). Still one
+    # partition per (status, project): never a bare status.
+    return f"Q#{status.value}#{project}"
 
 
 def lease_pk(shard: int) -> str:
@@ -169,3 +173,7 @@ def run_key(task_id: str, run_id: str) -> tuple[str, str]:
 def run_item(run: VerificationRun) -> Item:
     pk, sk = run_key(run.task_id, run.id)
     return Item(pk, sk, _body(run), _next(run.version))
+
+
+def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:
+    return (task_pk(task_id), f"D#{attempt:04d}#{version:08d}")

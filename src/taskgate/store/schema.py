@@ -3,7 +3,8 @@
 One logical table with PK/SK and three sparse global secondary indexes:
 
 - QUEUE: per (project, status) queue of tasks ordered by priority then age. Its partition key
-  is "Q#<project>#<status>", never a bare status, so no partition is shared by all projects.
+  is "Q#<status>#<project>", never a bare status, so no partition is shared by all projects
+  (status first, so a stream filter can select a status by prefix).
 - LEASE: claimed tasks by lease expiry. The partition key is "L#<shard>" with
   LEASE_SHARDS shards (hash of the task id), so the sweeper's writes do not meet on one key.
 - LOOKUP: exact lookups by a secondary key, e.g. "KH#<key hash>" for credentials.
