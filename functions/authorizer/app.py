@@ -1,5 +1,5 @@
 """Lambda entry point of the key authorizer (API Gateway REQUEST authorizer, simple responses)."""
 
-from taskgate.auth.authorizer import handler
+from taskgate.cloud.authorizer import handler
 
 __all__ = ["handler"]

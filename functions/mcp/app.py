@@ -1,5 +1,5 @@
 """Lambda entry point for /mcp (API Gateway HTTP API v2 events)."""
 
-from taskgate.mcp.handler import handler
+from taskgate.cloud.mcp import handler
 
 __all__ = ["handler"]

@@ -1,5 +1,5 @@
-"""Lambda entry point of the lease sweeper (EventBridge schedule)."""
+"""Lambda entry point of the lease sweeper (EventBridge Scheduler, every minute)."""
 
-from taskgate.scheduled.sweeper import handler
+from taskgate.cloud.sweeper import handler
 
 __all__ = ["handler"]

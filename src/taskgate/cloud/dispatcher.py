@@ -1,0 +1,114 @@
+"""The dispatcher function: the table's stream in, one Fargate verifier task per submission out.
+
+The event source mapping's filter passes only items whose new image is in a needs_verification
+queue (GSI1PK "Q#needs_verification#<project>", i.e. task items); this function keeps the
+records where the task *entered* that status (the old image was in another one) and hands
+them to `service.dispatch`, which reads the project's switch and starts at most one container
+per submission. Records are processed with Powertools' batch processor: a record that fails
+(unreadable image, ECS refusing to start) is reported in `batchItemFailures`, so Lambda
+retries from it while the records before it stay done.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from taskgate import runtime
+from taskgate.cloud import observe
+from taskgate.cloud.ecs import EcsLauncher
+from taskgate.domain.models import Status, Task
+from taskgate.service import records
+from taskgate.service.dispatch import Entered, dispatch
+from taskgate.store.port import Item
+
+PRINCIPAL = "system:dispatcher"
+TASK_SK_PREFIX = "TASK#"
+
+
+class UnreadableRecord(ValueError):
+    """A stream record of a task item that does not parse: reported as a batch item failure."""
+
+
+def entered(raw: Mapping[str, Any]) -> Entered | None:
+    """The submission a stream record announces, or None if the record is no such thing.
+
+    Only a MODIFY whose old image was not waiting for verification and whose new one is: a
+    run starting or erring on a waiting task rewrites it without entering the status again."""
+    if raw.get("eventName") != "MODIFY":
+        return None
+    images = raw.get("dynamodb") or {}
+    new, old = images.get("NewImage"), images.get("OldImage")
+    if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+        return None
+    if not str((new.get("SK") or {}).get("S", "")).startswith(TASK_SK_PREFIX):
+        return None
+    try:
+        task = records.load(
+            Task, Item(new["PK"]["S"], new["SK"]["S"], json.loads(new["D"]["S"]), int(new["V"]["N"]))
+        )
+        before = json.loads(old["D"]["S"]).get("status")
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise UnreadableRecord(f"stream record {raw.get('eventID')}: task image unreadable: {exc}") from exc
+    attempt = task.current_attempt()
+    if task.status is not Status.NEEDS_VERIFICATION or before == Status.NEEDS_VERIFICATION.value:
+        return None
+    if attempt is None:  # never so for a task that was submitted; nothing to verify
+        return None
+    return Entered(task_id=task.id, project=task.project, attempt=attempt.number, version=task.version)
+
+
+_launcher: EcsLauncher | None = None
+
+
+def launcher() -> EcsLauncher:
+    global _launcher
+    if _launcher is None:
+        _launcher = EcsLauncher.from_env()
+    return _launcher
+
+
+def _record(record: DynamoDBRecord) -> str:
+    raw = record.raw_event
+    found = entered(raw)
+    if found is None:
+        observe.logger.info("not a submission entering verification", event_id=raw.get("eventID"))
+        return "skipped"
+    observe.bind(task_id=found.task_id)
+    try:
+        outcome = dispatch(runtime.context(), found, launcher().launch)
+    except Exception:
+        observe.logger.exception("dispatch failed", attempt=found.attempt, event_id=raw.get("eventID"))
+        raise
+    else:
+        observe.logger.info(
+            "dispatch",
+            outcome=outcome.value,
+            attempt=found.attempt,
+            version=found.version,
+            event_id=raw.get("eventID"),
+        )
+        return outcome.value
+    finally:
+        observe.logger.remove_keys(["task_id"])
+
+
+_processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def _dispatch_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    observe.bind(principal=PRINCIPAL)
+    result = process_partial_response(
+        event=event, record_handler=_record, processor=_processor, context=context
+    )
+    return dict(result)
+
+
+handler = observe.instrument(_dispatch_batch)
+observe.prime()
+if observe.in_lambda():
+    launcher()
