@@ -8,7 +8,9 @@ from taskgate.api.handler import handler as _api
 from taskgate.cloud import observe, requests, snapstart
 
 handler = observe.instrument(
-    _api, correlation_id_path=correlation_paths.API_GATEWAY_HTTP, keys=requests.rest_keys
+    _api,
+    correlation_id_path=correlation_paths.API_GATEWAY_HTTP,
+    keys=requests.rest_keys,
+    summary="request",
 )
-snapstart.register()
-observe.prime()
+snapstart.register(before_snapshot=observe.prime)

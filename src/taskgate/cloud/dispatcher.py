@@ -74,30 +74,29 @@ def launcher() -> EcsLauncher:
 
 def _record(record: DynamoDBRecord) -> str:
     raw = record.raw_event
-    found = entered(raw)
-    if found is None:
-        observe.logger.info("not a submission entering verification", event_id=raw.get("eventID"))
-        return "skipped"
-    observe.bind(task_id=found.task_id)
+    event_id = raw.get("eventID")
     try:
+        found = entered(raw)
+        if found is None:
+            observe.logger.info("not a submission entering verification", event_id=event_id)
+            return "skipped"
+        observe.bind(task_id=found.task_id)
         outcome = dispatch(runtime.context(), found, launcher().launch)
     except Exception:
-        observe.logger.exception("dispatch failed", attempt=found.attempt, event_id=raw.get("eventID"))
+        observe.logger.exception("record failed; Lambda delivers it again", event_id=event_id)
         raise
-    else:
-        observe.logger.info(
-            "dispatch",
-            outcome=outcome.value,
-            attempt=found.attempt,
-            version=found.version,
-            event_id=raw.get("eventID"),
-        )
-        return outcome.value
     finally:
         observe.logger.remove_keys(["task_id"])
+    observe.logger.info(
+        "dispatch", outcome=outcome.value, task_id=found.task_id, attempt=found.attempt, event_id=event_id
+    )
+    return outcome.value
 
 
-_processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+# A batch whose every record failed is answered like any other (all its records in
+# batchItemFailures), not by raising: Lambda retries from the first either way, and the
+# function does not count as failed for records it reported.
+_processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
 
 
 def _dispatch_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
@@ -109,6 +108,3 @@ def _dispatch_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 handler = observe.instrument(_dispatch_batch)
-observe.prime()
-if observe.in_lambda():
-    launcher()

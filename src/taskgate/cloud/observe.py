@@ -7,14 +7,17 @@
 - Metrics: CloudWatch embedded metric format. `taskgate.telemetry.count` calls from the
   services and the MCP/REST edges land here; plain counters are flushed once per invocation,
   counters with a dimension (verdict outcome, refusal code) are written as they happen.
-- Tracer: X-Ray through Powertools (botocore calls become subsegments). Responses are never
-  captured, for the same reason events are never logged. Constructing it costs ~50 ms inside
-  Lambda (~0.4 s outside, where the X-Ray SDK builds a sampling client; bench/cold_start.py
-  measures in a Lambda-like environment).
+- Tracer: X-Ray through Powertools, patching botocore only (its DynamoDB and ECS calls become
+  subsegments; patching every library the X-Ray SDK knows would import them all). Responses
+  are never captured, for the same reason events are never logged. It is built on first use:
+  patching botocore imports it (~0.3 s here), which is most of a function's init. Outside
+  Lambda the X-Ray SDK would also build a sampling client (~0.4 s more), which is why
+  bench/cold_start.py measures in a Lambda-like environment.
 
-`instrument` stacks the three around a handler; `prime` builds the store client at import
-when running in Lambda, so initialisation (or, with SnapStart, the snapshot) pays for it
-instead of the first request.
+`instrument` stacks the three around a handler. `prime` does the expensive part of init (the
+tracer, the store's boto3 client): functions a request waits on run it during init (the
+authorizer) or before their SnapStart snapshot (MCP, REST); the background functions (sweeper,
+dispatcher) let their first invocation do it.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from taskgate.telemetry import Metric
 SERVICE = "taskgate"
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "taskgate"
 
-logger = Logger(service=SERVICE)
+# "name": which of the package's loggers wrote the line (taskgate.api, taskgate.mcp, ...).
+logger = Logger(service=SERVICE, name="%(name)s")
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+_tracer: Tracer | None = None
 
 Handler = Callable[[dict[str, Any], Any], Any]
 # What to put on every log line of an invocation (and on its trace), read from its event.
@@ -63,14 +67,21 @@ def _emit(metric: Metric, value: int, dimensions: tuple[tuple[str, str], ...]) -
 telemetry.install(_emit)
 
 
+def tracer() -> Tracer:
+    global _tracer
+    if _tracer is None:
+        _tracer = Tracer(service=SERVICE, patch_modules=["botocore"])
+    return _tracer
+
+
 def in_lambda() -> bool:
     return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
 
 
 def prime() -> None:
-    """In Lambda: open the store now (boto3 client, service model parsed), during init."""
-    if in_lambda():
-        runtime.context()
+    """Build the tracer and open the store (boto3 client, service model parsed)."""
+    tracer()
+    runtime.context()
 
 
 def bind(**keys: str | None) -> None:
@@ -79,20 +90,36 @@ def bind(**keys: str | None) -> None:
     logger.append_keys(**present)
     for name in _ANNOTATED:
         if name in present:
-            tracer.put_annotation(name, str(present[name]))
+            tracer().put_annotation(name, str(present[name]))
 
 
 def instrument(
-    handler: Handler, *, correlation_id_path: str | None = None, keys: Keys | None = None
+    handler: Handler,
+    *,
+    correlation_id_path: str | None = None,
+    keys: Keys | None = None,
+    summary: str | None = None,
 ) -> Handler:
-    """The handler with Powertools logging, metrics and tracing around it."""
+    """The handler with Powertools logging, metrics and tracing around it. With `summary`, one
+    INFO line per invocation with that message and the response's HTTP status (the request
+    keys ride on it, like on every line)."""
 
     @functools.wraps(handler)
     def with_keys(event: dict[str, Any], context: Any) -> Any:
         if keys is not None:
             bind(**keys(event))
-        return handler(event, context)
+        response = handler(event, context)
+        if summary is not None:
+            status = response.get("statusCode") if isinstance(response, dict) else None
+            logger.info(summary, status=status)
+        return response
 
-    traced = tracer.capture_lambda_handler(with_keys, capture_response=False)
-    measured = metrics.log_metrics(traced, capture_cold_start_metric=True)
+    traced: list[Handler] = []  # the tracer is built on first use (see prime)
+
+    def invoke(event: dict[str, Any], context: Any) -> Any:
+        if not traced:
+            traced.append(tracer().capture_lambda_handler(with_keys, capture_response=False))
+        return traced[0](event, context)
+
+    measured = metrics.log_metrics(invoke, capture_cold_start_metric=True)
     return logger.inject_lambda_context(measured, correlation_id_path=correlation_id_path, clear_state=True)

@@ -1,5 +1,8 @@
 """SnapStart runtime hooks for the MCP and REST functions.
 
+Before the snapshot: prime (build the tracer, open the store's boto3 client), so that work
+is in the snapshot instead of in the first request of every restored environment.
+
 A SnapStart function is initialised once, when its version is published; every execution
 environment is then restored from that snapshot. Whatever init left in memory is shared by
 all of them, so:
@@ -20,17 +23,23 @@ registered.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 
 def after_restore() -> None:
     random.seed()
 
 
-def register() -> bool:
-    """Register the hooks if this is a SnapStart-capable Lambda runtime. True if registered."""
+def register(before_snapshot: Callable[[], None]) -> bool:
+    """Register the hooks if this is a SnapStart-capable Lambda runtime. True if registered.
+
+    `before_snapshot` is the function's priming (observe.prime): it runs once, when the
+    version is published, so no restored environment pays for it. Without SnapStart the
+    hooks never run and the first invocation does that work."""
     try:
-        from snapshot_restore_py import register_after_restore
+        from snapshot_restore_py import register_after_restore, register_before_snapshot
     except ImportError:
         return False
+    register_before_snapshot(before_snapshot)
     register_after_restore(after_restore)
     return True

@@ -26,4 +26,3 @@ def _sweep(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 handler = observe.instrument(_sweep, correlation_id_path="execution_id")
-observe.prime()

@@ -3,7 +3,7 @@
 Stateless, JSON responses (no SSE, no sessions): every POST stands alone, which is what a
 Lambda behind API Gateway can serve. Built per request: the SDK's session manager may run
 only once, and Mangum runs the lifespan on every invocation. Building costs microseconds
-(measured in the tests); the MCPServer and its tool schemas are module-global.
+(measured in the tests); the MCPServer and its tool schemas are built once per process.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from taskgate.auth import resolve
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
 from taskgate.mcp import identity
-from taskgate.mcp.server import server
+from taskgate.mcp.server import get_server
 from taskgate.telemetry import Metric
 
 PATH = "/mcp"
@@ -103,10 +103,10 @@ class AgentAuth:
 
 
 def build_app() -> AgentAuth:
-    """A fresh ASGI app for one request (or one server lifetime), over the module-global server."""
+    """A fresh ASGI app for one request (or one server lifetime), over the process's one server."""
     runtime.context()  # settings follow the environment; read them after the context is current
     settings = runtime.settings()
-    inner = server.streamable_http_app(
+    inner = get_server().streamable_http_app(
         streamable_http_path=PATH,
         stateless_http=True,
         json_response=True,

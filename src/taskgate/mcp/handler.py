@@ -20,6 +20,6 @@ for _name in ("mangum", "mcp.server.streamable_http_manager", "mcp.server.stream
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # A fresh app per invocation: Mangum runs the ASGI lifespan each time, and the SDK's
-    # session manager inside the app can run only once. The MCPServer itself is module-global.
+    # session manager inside the app can run only once. The MCPServer itself is built once per process.
     response: dict[str, Any] = Mangum(build_app(), lifespan="auto")(event, context)
     return response

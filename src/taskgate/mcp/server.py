@@ -1,4 +1,4 @@
-"""The taskgate MCP server: one module-global MCPServer holding every agent tool.
+"""The taskgate MCP server: one MCPServer per process holding every agent tool.
 
 Built once per process (a warm Lambda reuses it); the ASGI app around it is built per
 request in app.py, because the SDK's streamable-HTTP session manager runs only once.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import threading
 from typing import Any
 
 from mcp.server import CacheHint, MCPServer
@@ -116,4 +117,21 @@ def _build() -> TaskgateMCP:
         root.setLevel(level)
 
 
-server = _build()
+_server: TaskgateMCP | None = None
+_building = threading.Lock()
+
+
+def get_server() -> TaskgateMCP:
+    """The process's server, built on first use: building the tool schemas is ~0.25 s, which a
+    Lambda with SnapStart pays before its snapshot (taskgate.cloud.mcp) instead of at import."""
+    global _server
+    with _building:
+        if _server is None:
+            _server = _build()
+        return _server
+
+
+def __getattr__(name: str) -> Any:  # `from taskgate.mcp.server import server` still works
+    if name == "server":
+        return get_server()
+    raise AttributeError(name)

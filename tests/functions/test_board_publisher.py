@@ -1,0 +1,240 @@
+"""The board publisher (CloudFormation custom resource) on moto's S3 and CloudFront, answering
+CloudFormation over real HTTP: a local server stands in for the pre-signed response URL."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskgate.cloud import board
+from tests.functions.stack import Stack, resource, stack
+
+CONFIG = {
+    "auth": "cognito",
+    "api_base": "",
+    "cognito_domain": "https://taskgate-3f1c.auth.us-east-1.amazoncognito.com",
+    "client_id": "4l1ent1d",
+    "scopes": "openid email profile",
+}
+
+
+class CloudFormation:
+    """Receives the custom resource's answers, as CloudFormation's pre-signed S3 URL would."""
+
+    def __init__(self) -> None:
+        self.answers: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_PUT(self) -> None:
+                length = int(self.headers["Content-Length"])
+                outer.answers.append(json.loads(self.rfile.read(length)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/cfn-response?X-Amz-Signature=abc"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def cfn() -> Iterator[CloudFormation]:
+    server = CloudFormation()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", str(tmp_path))  # the function's package: app.py and web/
+    with stack({"LAMBDA_TASK_ROOT": str(tmp_path)}) as s:
+        yield s
+
+
+def _web(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / "web" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _request(kind: str, cfn: CloudFormation, bucket: str, distribution: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "RequestType": kind,
+        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:board-publisher",
+        "ResponseURL": cfn.url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/taskgate/3f1c0000-0000-0000-0000-000000000000",
+        "RequestId": f"req-{kind.lower()}",
+        "LogicalResourceId": "BoardFiles",
+        "ResourceType": "Custom::BoardFiles",
+        "ResourceProperties": {
+            "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:board-publisher",
+            "Version": "1",
+            "Bucket": bucket,
+            "DistributionId": distribution,
+            "Config": CONFIG,
+        },
+        **extra,
+    }
+
+
+def _setup(s: Stack) -> tuple[Any, Any, str, str]:
+    import boto3
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    cloudfront = boto3.client("cloudfront", region_name="us-east-1")
+    bucket = f"{s.table}-board"
+    s3.create_bucket(Bucket=bucket)
+    distribution = cloudfront.create_distribution(
+        DistributionConfig={
+            "CallerReference": "taskgate-test",
+            "Comment": "board",
+            "Enabled": True,
+            "Origins": {
+                "Quantity": 1,
+                "Items": [
+                    {
+                        "Id": "board",
+                        "DomainName": f"{bucket}.s3.amazonaws.com",
+                        "S3OriginConfig": {"OriginAccessIdentity": ""},
+                    }
+                ],
+            },
+            "DefaultCacheBehavior": {
+                "TargetOriginId": "board",
+                "ViewerProtocolPolicy": "redirect-to-https",
+                "MinTTL": 0,
+                "ForwardedValues": {"QueryString": False, "Cookies": {"Forward": "none"}},
+                "TrustedSigners": {"Enabled": False, "Quantity": 0},
+            },
+        }
+    )["Distribution"]["Id"]
+    return s3, cloudfront, bucket, distribution
+
+
+def _objects(s3: Any, bucket: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for obj in s3.list_objects_v2(Bucket=bucket).get("Contents", []):
+        got = s3.get_object(Bucket=bucket, Key=obj["Key"])
+        out[obj["Key"]] = {
+            "body": got["Body"].read().decode(),
+            "type": got["ContentType"],
+            "cache": got.get("CacheControl"),
+        }
+    return out
+
+
+def test_create_update_and_delete_publish_the_board_and_its_config(
+    cloud: Stack, cfn: CloudFormation, tmp_path: Path
+) -> None:
+    s3, cloudfront, bucket, distribution = _setup(cloud)
+    _web(
+        tmp_path,
+        {
+            "index.html": "<!doctype html><title>taskgate</title>",
+            "app.js": "export const x = 1;",
+            "css/board.css": "body{}",
+            "config.json": '{"auth": "local"}',  # a local default in the repository: the stack's wins
+            ".DS_Store": "junk",
+        },
+    )
+    cloud.invoke(board.handler, _request("Create", cfn, bucket, distribution))
+    assert [a["Status"] for a in cfn.answers] == ["SUCCESS"]
+    assert cfn.answers[0]["PhysicalResourceId"] == f"board:{bucket}"
+    assert cfn.answers[0]["RequestId"] == "req-create" and cfn.answers[0]["LogicalResourceId"] == "BoardFiles"
+    objects = _objects(s3, bucket)
+    assert set(objects) == {"index.html", "app.js", "css/board.css", "config.json"}
+    assert json.loads(objects["config.json"]["body"]) == CONFIG
+    assert objects["index.html"]["type"] == "text/html; charset=utf-8"
+    assert objects["app.js"]["type"] == "text/javascript; charset=utf-8"
+    assert objects["css/board.css"]["type"] == "text/css; charset=utf-8"
+    assert objects["config.json"]["type"] == "application/json; charset=utf-8"
+    assert {o["cache"] for o in objects.values()} == {"no-cache"}
+    assert (
+        cloudfront.list_invalidations(DistributionId=distribution)["InvalidationList"].get("Quantity", 0) == 0
+    )
+
+    # A new version of the board: one file gone, one changed; the cache is invalidated.
+    (tmp_path / "web" / "css" / "board.css").unlink()
+    _web(tmp_path, {"app.js": "export const x = 2;"})
+    cloud.invoke(
+        board.handler,
+        _request(
+            "Update",
+            cfn,
+            bucket,
+            distribution,
+            PhysicalResourceId=f"board:{bucket}",
+            OldResourceProperties={},
+        ),
+    )
+    assert cfn.answers[-1]["Status"] == "SUCCESS"
+    objects = _objects(s3, bucket)
+    assert set(objects) == {"index.html", "app.js", "config.json"}
+    assert objects["app.js"]["body"] == "export const x = 2;"
+    invalidations = cloudfront.list_invalidations(DistributionId=distribution)["InvalidationList"]
+    assert invalidations["Quantity"] == 1
+
+    cloud.invoke(
+        board.handler, _request("Delete", cfn, bucket, distribution, PhysicalResourceId=f"board:{bucket}")
+    )
+    assert cfn.answers[-1]["Status"] == "SUCCESS"
+    assert _objects(s3, bucket) == {}
+    s3.delete_bucket(Bucket=bucket)  # what CloudFormation does next: it succeeds on the emptied bucket
+
+    # Deleting again (a bucket already gone) still succeeds, so a teardown never hangs on it.
+    cloud.invoke(
+        board.handler, _request("Delete", cfn, bucket, distribution, PhysicalResourceId=f"board:{bucket}")
+    )
+    assert cfn.answers[-1]["Status"] == "SUCCESS"
+
+
+def test_a_failure_is_reported_to_cloudformation_not_left_hanging(cloud: Stack, cfn: CloudFormation) -> None:
+    cloud.invoke(board.handler, _request("Create", cfn, "no-such-bucket-here", "E000000000"))
+    [answer] = cfn.answers
+    assert answer["Status"] == "FAILED"
+    assert "NoSuchBucket" in answer["Reason"]
+    errors = [line for line in cloud.output.logs() if line["level"] == "ERROR"]
+    assert errors and errors[0]["correlation_id"] == "req-create"
+
+
+def test_the_template_passes_the_board_the_contract_it_expects() -> None:
+    """config.json's keys and values, as template.yaml builds them for the board (web/)."""
+    props = resource("BoardFiles")["Properties"]
+    config = props["Config"]
+    assert set(config) == set(CONFIG)
+    assert (
+        config["auth"] == "cognito"
+        and config["api_base"] == ""
+        and config["scopes"] == "openid email profile"
+    )
+    assert config["client_id"] == {"Ref": "UserPoolClient"}
+    assert config["cognito_domain"] == {
+        "Fn::Sub": "https://${UserPoolDomain}.auth.${AWS::Region}.amazoncognito.com"
+    }
+    client = resource("UserPoolClient")["Properties"]
+    assert client["GenerateSecret"] is False  # a public client: the board uses PKCE
+    assert client["AllowedOAuthFlows"] == ["code"]
+    assert (
+        client["CallbackURLs"] == client["LogoutURLs"] == [{"Fn::Sub": "https://${Distribution.DomainName}/"}]
+    )
+    assert sorted(client["AllowedOAuthScopes"]) == sorted(CONFIG["scopes"].split())

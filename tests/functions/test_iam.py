@@ -1,0 +1,519 @@
+"""Least privilege, read from template.yaml and held against what each function really does.
+
+Static: no wildcard action anywhere, no `*` resource except for actions that have no resource
+type, one role per function and no SAM policy templates (they attach managed policies), the
+specific limits the design asks for (the sweeper cannot delete, the authorizer only reads keys,
+the dispatcher only runs the one task definition and passes its one role), and the verifier
+task without AWS credentials.
+
+Observed: each function runs a realistic workload in-process against moto while a botocore
+hook records every AWS request it makes; each request is evaluated against the function's
+role (actions, resource ARNs, and the conditions used here: dynamodb:LeadingKeys, ecs:cluster,
+iam:PassedToService). Every request must be allowed, and every (statement, action, resource)
+the role grants must be used by some request, except the few that AWS itself exercises on the
+function's behalf (log delivery, X-Ray, the stream's event source mapping, its failure queue):
+a grant nothing uses is broader than the function's use.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+
+from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
+from taskgate.domain.clock import ManualClock
+from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
+from taskgate.domain.principals import acting, human
+from taskgate.service import claims, keys, projects, tasks
+from taskgate.service.context import Context
+from tests.functions.stack import ACCOUNT, Stack, resolve, resource, stack, stream_event, template
+from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
+from tests.functions.test_request_handlers import authorizer_event, behind_authorizer, jwt_event
+from tests.functions.test_sweeper import scheduler_event
+from tests.mcp.events import LEGACY, mcp_headers, rpc, v2_event
+from tests.support.world import SHA
+
+REGION = "us-east-1"
+HUMAN = acting(human("alice"))
+
+FUNCTIONS = {
+    "AuthorizerFunction": "AuthorizerRole",
+    "McpFunction": "McpRole",
+    "ApiFunction": "ApiRole",
+    "SweeperFunction": "SweeperRole",
+    "DispatcherFunction": "DispatcherRole",
+    "BoardPublisherFunction": "BoardPublisherRole",
+}
+# Actions IAM defines with no resource type: a statement can only name "*" for them.
+NO_RESOURCE_TYPE = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "ecr:GetAuthorizationToken",
+    "dynamodb:ListStreams",
+}
+# Used by AWS for the function, never by its code: Lambda's log delivery, the X-Ray daemon,
+# the event source mapping reading the stream and sending what it gives up on to the queue.
+EXERCISED_BY_AWS = {
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "dynamodb:DescribeStream",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+    "dynamodb:ListStreams",
+    "sqs:SendMessage",
+}
+
+
+def _statements(role: str, refs: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for policy in resource(role)["Properties"].get("Policies", []):
+        for st in resolve(policy["PolicyDocument"], refs)["Statement"]:
+            st = dict(st)
+            st["Action"] = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
+            st["Resource"] = [st["Resource"]] if isinstance(st["Resource"], str) else st["Resource"]
+            out.append(st)
+    return out
+
+
+def _all_allow_statements() -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, res in template()["Resources"].items():
+        if res["Type"] != "AWS::IAM::Role":
+            continue
+        for policy in res["Properties"].get("Policies", []):
+            for st in policy["PolicyDocument"]["Statement"]:
+                if st["Effect"] == "Allow":
+                    yield name, st
+
+
+# -- static ---------------------------------------------------------------------------------
+
+
+def test_no_wildcard_action_and_no_star_resource_where_an_arn_is_known() -> None:
+    seen = 0
+    for role, st in _all_allow_statements():
+        actions = [st["Action"]] if isinstance(st["Action"], str) else st["Action"]
+        resources = [st["Resource"]] if isinstance(st["Resource"], (str, dict)) else st["Resource"]
+        for action in actions:
+            seen += 1
+            assert "*" not in action, f"{role}: wildcard action {action}"
+            if "*" in resources:
+                assert action in NO_RESOURCE_TYPE, f"{role}: {action} on '*' although its resource has an ARN"
+    assert seen > 40
+
+
+def test_each_function_has_its_own_role_and_no_policy_templates() -> None:
+    resources = template()["Resources"]
+    functions = {k: v for k, v in resources.items() if v["Type"] == "AWS::Serverless::Function"}
+    assert set(functions) == set(FUNCTIONS)
+    for name, fn in functions.items():
+        props = fn["Properties"]
+        assert "Policies" not in props, name
+        assert props["Role"] == {"Fn::GetAtt": [FUNCTIONS[name], "Arn"]}, name
+    assert len(set(FUNCTIONS.values())) == len(FUNCTIONS)
+    for name, role in FUNCTIONS.items():
+        trust = resources[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        assert trust == [
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ], name
+        assert "ManagedPolicyArns" not in resources[role]["Properties"], name
+
+
+def _actions(role: str) -> set[str]:
+    return {a for st in _statements(role, _FakeRefs()) for a in st["Action"]}
+
+
+class _FakeRefs(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def test_the_limits_the_design_names() -> None:
+    assert not {"dynamodb:DeleteItem", "dynamodb:UpdateItem", "dynamodb:Scan"} & _actions("SweeperRole")
+    assert {a for a in _actions("AuthorizerRole") if a.startswith("dynamodb:")} == {
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+    }
+    for st in _statements("AuthorizerRole", _FakeRefs()):
+        if any(a.startswith("dynamodb:") for a in st["Action"]):
+            assert "dynamodb:LeadingKeys" in json.dumps(st["Condition"])  # only the keys' partitions
+    nothing_deletes = ["McpRole", "ApiRole", "SweeperRole", "DispatcherRole", "AuthorizerRole"]
+    for role in nothing_deletes:
+        assert "dynamodb:DeleteItem" not in _actions(role), role
+    runs = [st for st in _statements("DispatcherRole", _FakeRefs()) if "ecs:RunTask" in st["Action"]]
+    assert [st["Resource"] for st in runs] == [["<VerifierTaskDefinition>"]]
+    assert runs[0]["Condition"] == {"ArnEquals": {"ecs:cluster": "<VerifierCluster.Arn>"}}
+    passes = [st for st in _statements("DispatcherRole", _FakeRefs()) if "iam:PassRole" in st["Action"]]
+    assert [st["Resource"] for st in passes] == [["<VerifierExecutionRole.Arn>"]]
+    assert passes[0]["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
+
+
+def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight() -> None:
+    props = resource("VerifierTaskDefinition")["Properties"]
+    assert "TaskRoleArn" not in props
+    [container] = props["ContainerDefinitions"]
+    assert [e["Name"] for e in container["Environment"]] == ["TASKGATE_SERVER"]
+    assert {s["Name"] for s in container["Secrets"]} == {
+        "TASKGATE_VERIFIER_KEY",
+        "TASKGATE_REVIEWER_KEY",
+        "TASKGATE_GIT_TOKEN",
+    }
+    execution = _statements("VerifierExecutionRole", _FakeRefs())
+    secret_reads = [st for st in execution if "secretsmanager:GetSecretValue" in st["Action"]]
+    assert [st["Resource"] for st in secret_reads] == [["<VerifierSecret>"]]
+
+
+# -- observed -------------------------------------------------------------------------------
+
+
+@dataclass
+class Request:
+    action: str
+    resource: str
+    context: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _dynamodb(op: str, params: dict[str, Any], table_arn: Callable[[str], str]) -> list[Request]:
+    def pk(key: dict[str, Any]) -> str:
+        return str(key["PK"]["S"])
+
+    if op in ("GetItem", "DeleteItem", "UpdateItem"):
+        return [
+            Request(
+                f"dynamodb:{op}",
+                table_arn(params["TableName"]),
+                {"dynamodb:LeadingKeys": [pk(params["Key"])]},
+            )
+        ]
+    if op == "PutItem":
+        return [
+            Request(
+                "dynamodb:PutItem",
+                table_arn(params["TableName"]),
+                {"dynamodb:LeadingKeys": [pk(params["Item"])]},
+            )
+        ]
+    if op == "BatchGetItem":
+        return [
+            Request(
+                "dynamodb:BatchGetItem",
+                table_arn(name),
+                {"dynamodb:LeadingKeys": sorted({pk(k) for k in spec["Keys"]})},
+            )
+            for name, spec in params["RequestItems"].items()
+        ]
+    if op == "Query":
+        arn = table_arn(params["TableName"]) + (
+            f"/index/{params['IndexName']}" if params.get("IndexName") else ""
+        )
+        return [
+            Request(
+                "dynamodb:Query",
+                arn,
+                {"dynamodb:LeadingKeys": [params["ExpressionAttributeValues"][":pk"]["S"]]},
+            )
+        ]
+    if op == "TransactWriteItems":
+        out = []
+        for item in params["TransactItems"]:
+            [(kind, body)] = item.items()
+            action = {
+                "Put": "PutItem",
+                "ConditionCheck": "ConditionCheckItem",
+                "Delete": "DeleteItem",
+                "Update": "UpdateItem",
+            }[kind]
+            key = body["Item"] if kind == "Put" else body["Key"]
+            out.append(
+                Request(
+                    f"dynamodb:{action}", table_arn(body["TableName"]), {"dynamodb:LeadingKeys": [pk(key)]}
+                )
+            )
+        return out
+    raise AssertionError(f"unexpected DynamoDB call {op}")
+
+
+@dataclass
+class Recorder:
+    stack: Stack
+    execution_role: str
+    active: bool = False
+    requests: list[Request] = field(default_factory=list)
+
+    def table_arn(self, name: str) -> str:
+        return f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+
+    def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if not self.active:
+            return
+        service, op = model.service_model.endpoint_prefix, model.name
+        if service in ("dynamodb", "streams.dynamodb") and service == "dynamodb":
+            self.requests += _dynamodb(op, params, self.table_arn)
+        elif service == "ecs" and op == "RunTask":
+            self.requests.append(
+                Request("ecs:RunTask", params["taskDefinition"], {"ecs:cluster": [params["cluster"]]})
+            )
+            # ECS checks that the caller may pass the roles the task definition names.
+            self.requests.append(
+                Request(
+                    "iam:PassRole", self.execution_role, {"iam:PassedToService": ["ecs-tasks.amazonaws.com"]}
+                )
+            )
+        elif service == "s3" and op == "PutObject":
+            self.requests.append(Request("s3:PutObject", f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"))
+        elif service == "s3" and op == "ListObjectsV2":
+            self.requests.append(Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}"))
+        elif service == "s3" and op == "DeleteObjects":
+            for obj in params["Delete"]["Objects"]:
+                self.requests.append(
+                    Request("s3:DeleteObject", f"arn:aws:s3:::{params['Bucket']}/{obj['Key']}")
+                )
+        elif service == "cloudfront" and op == "CreateInvalidation":
+            arn = f"arn:aws:cloudfront::{ACCOUNT}:distribution/{params['DistributionId']}"
+            self.requests.append(Request("cloudfront:CreateInvalidation", arn))
+        else:
+            raise AssertionError(f"unexpected AWS call {service}:{op}")
+
+    def run(self, handler: Callable[[dict[str, Any], Any], Any], event: dict[str, Any]) -> Any:
+        self.active = True
+        try:
+            return self.stack.invoke(handler, event)
+        finally:
+            self.active = False
+
+
+def _condition_holds(condition: dict[str, Any], request: Request) -> bool:
+    for operator, tests in condition.items():
+        for key, wanted in tests.items():
+            wanted = [wanted] if isinstance(wanted, str) else wanted
+            values = request.context.get(key)
+            if values is None:
+                return False
+            if operator == "ForAllValues:StringEquals":
+                ok = all(v in wanted for v in values)
+            elif operator == "ForAllValues:StringLike":
+                ok = all(any(fnmatch.fnmatchcase(v, w) for w in wanted) for v in values)
+            elif operator in ("StringEquals", "ArnEquals"):
+                ok = all(v in wanted for v in values)
+            else:
+                raise AssertionError(f"this evaluator does not know the condition operator {operator}")
+            if not ok:
+                return False
+    return True
+
+
+def _allows(st: dict[str, Any], request: Request, resource_pattern: str | None = None) -> bool:
+    if st["Effect"] != "Allow" or request.action not in st["Action"]:
+        return False
+    patterns = [resource_pattern] if resource_pattern else st["Resource"]
+    if not any(fnmatch.fnmatchcase(request.resource, p) for p in patterns):
+        return False
+    return _condition_holds(st.get("Condition", {}), request)
+
+
+@pytest.fixture
+def observed() -> Iterator[tuple[Stack, Recorder]]:
+    with stack() as s:
+        boto3.setup_default_session(region_name=REGION)  # the functions' clients are made from it
+        recorder = Recorder(s, s.execution_role)
+        assert boto3.DEFAULT_SESSION is not None
+        boto3.DEFAULT_SESSION.events.register("before-parameter-build", recorder)
+        yield s, recorder
+
+
+def _refs(s: Stack, bucket: str = "board-bucket", distribution: str = "E0000000000000") -> dict[str, Any]:
+    return _FakeRefs(
+        {
+            "AWS::Partition": "aws",
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{s.table}",
+            "Table.StreamArn": s.stream_arn,
+            "VerifierTaskDefinition": s.task_definition,
+            "VerifierCluster.Arn": s.cluster,
+            "VerifierExecutionRole.Arn": s.execution_role,
+            "BoardBucket.Arn": f"arn:aws:s3:::{bucket}",
+            "Distribution": distribution,
+        }
+    )
+
+
+def _check(role: str, refs: dict[str, Any], recorder: Recorder) -> None:
+    statements = _statements(role, refs)
+    assert recorder.requests, "the workload made no AWS request"
+    for request in recorder.requests:
+        assert any(_allows(st, request) for st in statements), f"{role} does not allow {request}"
+    for st in statements:
+        for action in st["Action"]:
+            if action in EXERCISED_BY_AWS:
+                continue
+            for pattern in st["Resource"]:
+                probe = [r for r in recorder.requests if r.action == action]
+                assert any(_allows({**st, "Action": [action]}, r, pattern) for r in probe), (
+                    f"{role} grants {action} on {pattern} but the function never uses it: broader than its use"
+                )
+
+
+def _setup_project(s: Stack, name: str = "shop") -> None:
+    projects.create(s.ctx, HUMAN, name, repo=f"https://git.example.com/{name}.git")
+
+
+def test_authorizer_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:
+    s, rec = observed
+    key = keys.create(s.ctx, HUMAN, kind=CredentialKind.AGENT, name="builder").secret
+    assert rec.run(authorizer.handler, authorizer_event(key))["isAuthorized"] is True
+    assert rec.run(authorizer.handler, authorizer_event("tga_an-older-key-format"))["isAuthorized"] is False
+    _check("AuthorizerRole", _refs(s), rec)
+
+
+def test_mcp_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:
+    s, rec = observed
+    _setup_project(s)
+    key = keys.create(s.ctx, HUMAN, kind=CredentialKind.AGENT, name="builder").secret
+    blocker = tasks.create(s.ctx, HUMAN, "shop", title="first", criteria=[CriterionInput(text="ok")]).task
+
+    def tool(name: str, arguments: dict[str, Any], k: str = key) -> dict[str, Any]:
+        body = rpc("tools/call", {"name": name, "arguments": arguments}, version=LEGACY)
+        event = v2_event(body, headers=mcp_headers(k, LEGACY, body))
+        event["requestContext"]["authorizer"] = {
+            "lambda": {"actor": "agent:builder", "credential_id": "x", "kind": "agent"}
+        }
+        response: dict[str, Any] = rec.run(mcp.handler, event)
+        return response
+
+    assert tool("list_projects", {})["statusCode"] == 200
+    created = tool(
+        "create_task",
+        {"project": "shop", "title": "second", "criteria": [{"text": "works"}], "blocked_by": [blocker.id]},
+    )
+    assert json.loads(created["body"])["result"]["isError"] is False, created
+    tool("get_next_tasks", {"project": "shop"})
+    claimed = json.loads(tool("claim_task", {"project": "shop"})["body"])["result"]["structuredContent"]
+    token, tid = claimed["claim_token"], claimed["brief"]["task"]["id"]
+    tool("heartbeat", {"task_id": tid, "claim_token": token})
+    tool("submit_task", {"task_id": tid, "claim_token": token, "commit_sha": SHA, "evidence": "done"})
+    assert (
+        json.loads(tool("claim_task", {"project": "shop"})["body"])["result"]["isError"] is True
+    )  # none ready
+    assert tool("list_projects", {}, k="tga_an-older-key-format")["statusCode"] == 401
+    _check("McpRole", _refs(s), rec)
+
+
+def test_api_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:
+    s, rec = observed
+
+    def human_call(method: str, path: str, body: Any = None) -> dict[str, Any]:
+        response: dict[str, Any] = rec.run(api.handler, jwt_event(method, path, body))
+        assert response["statusCode"] < 300, response
+        return response
+
+    human_call("POST", "/api/projects", {"name": "shop", "repo": "https://git.example.com/shop.git"})
+    verifier_key = json.loads(
+        human_call("POST", "/api/keys", {"kind": "verifier", "name": "ci", "verifier_kind": "local"})["body"]
+    )["key"]
+    agent_key = json.loads(human_call("POST", "/api/keys", {"kind": "agent", "name": "builder"})["body"])[
+        "key"
+    ]
+    human_call("PUT", "/api/projects/shop/verifier-config", {"checks": {"unit": {"command": "pytest"}}})
+    human_call("PUT", "/api/projects/shop/verification", {"on": True})
+    first = json.loads(
+        human_call("POST", "/api/projects/shop/tasks", {"title": "a", "criteria": [{"text": "ok"}]})["body"]
+    )
+    human_call(
+        "POST",
+        "/api/projects/shop/tasks",
+        {"title": "b", "criteria": [{"text": "ok"}], "blocked_by": [first["task"]["id"]]},
+    )
+    human_call("GET", "/api/projects/shop/tasks", None)
+    by_status = jwt_event("GET", "/api/projects/shop/tasks")
+    by_status["rawQueryString"], by_status["queryStringParameters"] = "status=ready", {"status": "ready"}
+    assert rec.run(api.handler, by_status)["statusCode"] == 200
+    tid = first["task"]["id"]
+    builder = acting(keys.authenticate(s.ctx, agent_key))
+    token = claims.claim(s.ctx, builder, "shop", task_id=tid).token
+    claims.submit(s.ctx, builder, tid, token, commit_sha=SHA, evidence="done")
+    human_call("GET", f"/api/tasks/{tid}")
+    answer = s.invoke(authorizer.handler, authorizer_event(verifier_key, route="POST /api/verifier/runs"))
+    event = behind_authorizer(
+        v2_event(
+            {"task_id": tid},
+            method="POST",
+            path="/api/verifier/runs",
+            headers={"authorization": f"Bearer {verifier_key}"},
+        ),
+        answer,
+    )
+    assert rec.run(api.handler, event)["statusCode"] == 201
+    refused = v2_event(
+        None, method="GET", path="/api/projects", headers={"authorization": "Bearer tga_an-older-key-format"}
+    )
+    assert rec.run(api.handler, refused)["statusCode"] == 401
+    _check("ApiRole", _refs(s), rec)
+
+
+def test_sweeper_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    s, rec = observed
+    now = datetime.now(UTC)
+    past = Context(s.ctx.store, ManualClock(now - timedelta(minutes=30)))
+    projects.create(past, HUMAN, "shop", repo="https://git.example.com/shop.git")
+    agent = acting(
+        keys.authenticate(past, keys.create(past, HUMAN, kind=CredentialKind.AGENT, name="b").secret)
+    )
+    blocker = tasks.create(past, HUMAN, "shop", title="a", criteria=[CriterionInput(text="ok")]).task
+    tasks.create(
+        past, HUMAN, "shop", title="b", criteria=[CriterionInput(text="ok")], blocked_by=[blocker.id]
+    )
+    claims.claim(past, agent, "shop", task_id=blocker.id, lease_minutes=5)
+    assert rec.run(sweeper.handler, scheduler_event(now))["expired"] == [blocker.id]
+    _check("SweeperRole", _refs(s), rec)
+
+
+def test_dispatcher_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:
+    s, rec = observed
+    _setup_project(s)
+    keys.create(s.ctx, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL)
+    projects.set_verifier_config(s.ctx, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(s.ctx, HUMAN, "shop", True)
+    agent = acting(
+        keys.authenticate(s.ctx, keys.create(s.ctx, HUMAN, kind=CredentialKind.AGENT, name="b").secret)
+    )
+    task = tasks.create(s.ctx, HUMAN, "shop", title="a", criteria=[CriterionInput(text="ok")]).task
+    token = claims.claim(s.ctx, agent, "shop", task_id=task.id).token
+    claims.submit(s.ctx, agent, task.id, token, commit_sha=SHA, evidence="done")
+    delivered = s.delivered(s.new_records())
+    rec.run(dispatcher.handler, stream_event(delivered))
+    rec.run(dispatcher.handler, stream_event(delivered))  # the duplicate reads its dispatch record
+    assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 1
+    _check("DispatcherRole", _refs(s), rec)
+
+
+def test_board_publisher_role_allows_exactly_what_it_does(
+    observed: tuple[Stack, Recorder], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s, rec = observed
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", str(tmp_path))
+    _web(tmp_path, {"index.html": "<!doctype html>", "app.js": "1"})
+    _s3, _, bucket, distribution = _setup(s)
+    cfn = CloudFormation()
+    try:
+        rec.run(board.handler, _request("Create", cfn, bucket, distribution))
+        (tmp_path / "web" / "app.js").unlink()
+        rec.run(
+            board.handler, _request("Update", cfn, bucket, distribution, PhysicalResourceId=f"board:{bucket}")
+        )
+        rec.run(
+            board.handler, _request("Delete", cfn, bucket, distribution, PhysicalResourceId=f"board:{bucket}")
+        )
+    finally:
+        cfn.close()
+    assert [a["Status"] for a in cfn.answers] == ["SUCCESS"] * 3
+    _check("BoardPublisherRole", _refs(s, bucket, distribution), rec)

@@ -1,0 +1,152 @@
+"""The sweeper function with EventBridge Scheduler's event, on DynamoDB (moto): it expires
+exactly the leases that are due, and leaves alone a lease its holder renews between the
+sweeper's read and its write (a real interleaving of two threads, each with its own client)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from taskgate import runtime
+from taskgate.cloud.sweeper import handler
+from taskgate.domain.clock import ManualClock
+from taskgate.domain.models import AttemptEnding, CredentialKind, CriterionInput, Status
+from taskgate.domain.principals import Acting, acting, human
+from taskgate.service import claims, keys, projects, records, tasks
+from taskgate.service.context import Context
+from taskgate.store.dynamodb import DynamoDBStore
+from taskgate.store.schema import LEASE_SHARDS
+from tests.functions.stack import Stack, stack
+
+HUMAN = acting(human("alice"))
+
+
+def scheduler_event(when: datetime) -> dict[str, Any]:
+    """What the stack's schedule sends (template.yaml: the target's Input, with EventBridge
+    Scheduler's context attributes filled in)."""
+    return {
+        "execution_id": "c2b7d1f0-5e5c-4b3f-9a51-0d5c0c1e0f00",
+        "scheduled_time": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+@pytest.fixture
+def cloud() -> Iterator[Stack]:
+    with stack() as s:
+        yield s
+
+
+def _agent(ctx: Context, name: str) -> Acting:
+    return acting(
+        keys.authenticate(ctx, keys.create(ctx, HUMAN, kind=CredentialKind.AGENT, name=name).secret)
+    )
+
+
+def test_the_sweeper_expires_exactly_the_leases_that_are_due(cloud: Stack) -> None:
+    now = datetime.now(UTC)
+    past = Context(cloud.ctx.store, ManualClock(now - timedelta(minutes=30)))  # claims made 30 min ago
+    projects.create(past, HUMAN, "shop", repo="https://git.example.com/shop.git")
+    agent = _agent(past, "builder")
+    due, live = [], []
+    for n, lease in enumerate([5, 45, 10, 60, 29, 31, 1, 120, 15, 90, 20, 40]):
+        task = tasks.create(past, HUMAN, "shop", title=f"t{n}", criteria=[CriterionInput(text="ok")]).task
+        claims.claim(past, agent, "shop", task_id=task.id, lease_minutes=lease)
+        (due if lease < 30 else live).append(task.id)
+    shards = {records.lease_shard(t) for t in due}
+    assert len(shards) > 1 and len(shards) <= LEASE_SHARDS  # the sweep crosses shards
+
+    first = cloud.invoke(handler, scheduler_event(now))
+    assert sorted(first["expired"]) == sorted(due)
+    for tid in due:
+        task = cloud.ctx.task(tid)
+        assert task.status is Status.READY and task.claim is None
+        assert task.attempts[-1].ending is AttemptEnding.EXPIRED
+    for tid in live:
+        assert cloud.ctx.task(tid).status is Status.CLAIMED
+
+    # Warm invocation: nothing more is due.
+    assert cloud.invoke(handler, scheduler_event(now + timedelta(minutes=1)))["expired"] == []
+
+    logs = cloud.output.logs()
+    expired_lines = [line for line in logs if line.get("message") == "lease expired"]
+    assert sorted(line["task_id"] for line in expired_lines) == sorted(due)
+    assert all(line["principal"] == "system:sweeper" for line in logs if line.get("message"))
+    assert {line["correlation_id"] for line in logs} == {scheduler_event(now)["execution_id"]}
+    assert cloud.output.metrics()[("LeaseExpiries", ())] == len(due)
+
+
+def test_a_lease_renewed_between_the_sweepers_read_and_its_write_is_left_alone(cloud: Stack) -> None:
+    clock = ManualClock(datetime.now(UTC) - timedelta(hours=1))
+    ctx = cloud.ctx
+    ctx.clock = clock  # the sweeper's Context (the function's process-wide one) on the test clock
+    projects.create(ctx, HUMAN, "shop", repo="https://git.example.com/shop.git")
+    agent = _agent(ctx, "builder")
+    task = tasks.create(ctx, HUMAN, "shop", title="race", criteria=[CriterionInput(text="ok")]).task
+    token = claims.claim(ctx, agent, "shop", task_id=task.id, lease_minutes=10).token
+    clock.advance(minutes=10, seconds=-1)  # one second before the lease runs out
+
+    # The holder works from another process in the cloud: its own client on the same table.
+    holder_store = DynamoDBStore(cloud.table, region_name="us-east-1")
+    holder = Context(holder_store, clock)
+    holder_checked, sweeper_read, holder_wrote = threading.Event(), threading.Event(), threading.Event()
+    failures: list[BaseException] = []
+
+    def pause_before_write(**_: Any) -> None:  # the holder has read and checked its lease
+        holder_checked.set()
+        assert sweeper_read.wait(30)
+
+    def after_write(**_: Any) -> None:
+        holder_wrote.set()
+
+    holder_store._client.meta.events.register_first("before-call.dynamodb.PutItem", pause_before_write)
+    holder_store._client.meta.events.register("after-call.dynamodb.PutItem", after_write)
+
+    def paused_sweeper_write(**_: Any) -> None:  # the sweeper has read the task and decided
+        sweeper_read.set()
+        assert holder_wrote.wait(30)
+
+    sweeper_client = ctx.store._client  # type: ignore[attr-defined]
+    sweeper_client.meta.events.register_first("before-call.dynamodb.TransactWriteItems", paused_sweeper_write)
+
+    def renew() -> None:
+        try:
+            claims.heartbeat(holder, agent, task.id, token)
+        except BaseException as exc:
+            failures.append(exc)
+
+    results: list[dict[str, Any]] = []
+
+    def sweep() -> None:
+        try:
+            results.append(cloud.invoke(handler, scheduler_event(clock.now())))
+        except BaseException as exc:
+            failures.append(exc)
+
+    holder_thread = threading.Thread(target=renew)
+    holder_thread.start()
+    try:
+        assert holder_checked.wait(30)
+        clock.advance(seconds=2)  # now the lease is due, as the sweeper will see it
+        sweeper_thread = threading.Thread(target=sweep)
+        sweeper_thread.start()
+        sweeper_thread.join(60)
+        holder_thread.join(60)
+    finally:
+        sweeper_client.meta.events.unregister("before-call.dynamodb.TransactWriteItems", paused_sweeper_write)
+        holder_store.close()
+    assert not failures, failures
+    assert sweeper_read.is_set() and holder_wrote.is_set()  # the interleaving really happened
+
+    assert results == [{"expired": [], "cascaded": []}]
+    after = runtime.context().task(task.id)
+    assert after.status is Status.CLAIMED
+    assert after.claim is not None and after.claim.expires_at > clock.now()
+    assert after.claim.last_heartbeat_at is not None
+    history = tasks.history(runtime.context(), HUMAN, task.id)
+    assert [e.action for e in history][-1] == "claim"  # no expiry was recorded
+    assert not any(e.action == "expire" for e in history)
+    assert cloud.output.metrics()[("LostRaces", ())] == 1
