@@ -8,6 +8,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
+# The SAM CLI in a virtual environment of its own (its pins clash with the project's); the
+# suite runs `sam validate --lint` and `sam build` with it (tests/functions/test_sam.py).
+if [ ! -x .venv-sam/bin/sam ]; then
+  "$PY" -m venv .venv-sam
+  .venv-sam/bin/python -m pip install --quiet --upgrade pip
+  .venv-sam/bin/python -m pip install --quiet 'aws-sam-cli>=1.140,<2'
+fi
 echo "== ruff"
 .venv/bin/ruff check src tests bench functions
 .venv/bin/ruff format --check src tests bench functions

@@ -21,7 +21,8 @@ def _sweep(event: dict[str, Any], context: Any) -> dict[str, Any]:
         observe.logger.info("lease expired", task_id=task_id)
     for task_id in report["cascaded"]:
         observe.logger.info("moved by a reconciled cascade", task_id=task_id)
-    observe.logger.info("sweep done", expired=len(report["expired"]), cascaded=len(report["cascaded"]))
+    if report["expired"] or report["cascaded"]:  # an idle minute logs nothing but Lambda's own lines
+        observe.logger.info("sweep done", expired=len(report["expired"]), cascaded=len(report["cascaded"]))
     return report
 
 

@@ -1,0 +1,106 @@
+"""template.yaml agrees with the code it deploys: what the functions read from their
+environment, the key shapes the stream filter matches, the routes and who may call them, the
+same-origin CloudFront paths, and where SnapStart is on."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import taskgate.api.app  # noqa: F401  (the route modules register ROUTES on import)
+from taskgate.api.access import ROUTES, Access
+from taskgate.domain.models import Status
+from taskgate.service import records
+from tests.functions.stack import resource, template
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+
+
+def _env(name: str) -> dict[str, Any]:
+    return dict(resource(name)["Properties"].get("Environment", {}).get("Variables", {}))
+
+
+def test_the_stream_filter_matches_the_queue_key_of_a_waiting_task() -> None:
+    event = resource("DispatcherFunction")["Properties"]["Events"]["Submissions"]["Properties"]
+    [pattern] = [json.loads(f["Pattern"]) for f in event["FilterCriteria"]["Filters"]]
+    [rule] = pattern["dynamodb"]["NewImage"]["GSI1PK"]["S"]
+    assert records.queue_pk("shop", Status.NEEDS_VERIFICATION).startswith(rule["prefix"])
+    for status in Status:
+        if status is not Status.NEEDS_VERIFICATION:
+            assert not records.queue_pk("shop", status).startswith(rule["prefix"])
+    assert resource("Table")["Properties"]["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert event["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert event["MaximumRetryAttempts"] >= 1 and "OnFailure" in event["DestinationConfig"]
+
+
+def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
+    source = "\n".join(p.read_text() for p in (ROOT / "src" / "taskgate" / "cloud").glob("*.py"))
+    read = set(re.findall(r'env(?:iron)?(?:\.get\(|\[)"(TASKGATE_ECS_[A-Z_]+)"', source))
+    assert read == set(_env("DispatcherFunction")) - {"TASKGATE_STORE", "TASKGATE_TABLE"}
+    [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
+    assert _env("DispatcherFunction")["TASKGATE_ECS_CONTAINER"] == container["Name"]
+    nightly = json.loads(resource("NightlyVerification")["Properties"]["Target"]["Input"])
+    assert nightly == {"containerOverrides": [{"name": container["Name"], "command": ["verify", "--once"]}]}
+    sweep_input = json.loads(resource("SweeperSchedule")["Properties"]["Target"]["Input"])
+    assert set(sweep_input) == {"execution_id", "scheduled_time"}  # cloud/sweeper.py's correlation id
+    globals_ = template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert globals_["TASKGATE_STORE"] == "dynamodb" and globals_["TASKGATE_TABLE"] == {"Ref": "Table"}
+
+
+def _routes() -> dict[str, dict[str, Any]]:
+    return {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in template()["Resources"].values()
+        if r["Type"] == "AWS::ApiGatewayV2::Route"
+    }
+
+
+def test_every_route_has_the_authorizer_its_callers_need() -> None:
+    routes = _routes()
+    assert routes["ANY /mcp"]["AuthorizerId"] == {"Ref": "AgentKeyAuthorizer"}
+    assert routes["ANY /api/{proxy+}"]["AuthorizerId"] == {"Ref": "HumanJwtAuthorizer"}
+    assert routes["ANY /api/verifier/{proxy+}"]["AuthorizerId"] == {"Ref": "AgentKeyAuthorizer"}
+    public = {f"{r.method} {r.path}" for r in ROUTES if r.access is Access.PUBLIC}
+    unauthenticated = {key for key, r in routes.items() if r["AuthorizationType"] == "NONE"}
+    assert unauthenticated == public
+    for spec in ROUTES:
+        if spec.access in (Access.LOCAL_VERIFIER, Access.REVIEWER):
+            assert spec.path.startswith("/api/verifier/"), spec.path  # reaches the key authorizer
+        elif spec.access is Access.HUMAN:
+            assert spec.path.startswith("/api/") and not spec.path.startswith("/api/verifier/"), spec.path
+
+
+def test_cloudfront_serves_the_board_and_sends_api_and_mcp_to_the_api_uncached() -> None:
+    config = resource("Distribution")["Properties"]["DistributionConfig"]
+    origins = {o["Id"]: o for o in config["Origins"]}
+    assert "OriginAccessControlId" in origins["board"]
+    assert config["DefaultCacheBehavior"]["TargetOriginId"] == "board"
+    behaviours = {b["PathPattern"]: b for b in config["CacheBehaviors"]}
+    assert set(behaviours) == {"/api/*", "/mcp"}
+    for b in behaviours.values():
+        assert b["TargetOriginId"] == "api"
+        assert b["CachePolicyId"] == CACHING_DISABLED
+        assert b["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST  # with caching off, Authorization too
+        assert b["ViewerProtocolPolicy"] == "https-only"
+        assert {"POST", "PUT", "DELETE"} <= set(b["AllowedMethods"])
+    mcp_env = _env("McpFunction")
+    assert "${Distribution.DomainName}" in mcp_env["TASKGATE_ALLOWED_ORIGINS"]["Fn::Sub"]
+    assert mcp_env["TASKGATE_ALLOWED_HOSTS"] == {
+        "Fn::Sub": "${HttpApi}.execute-api.${AWS::Region}.amazonaws.com"
+    }
+    bucket = resource("BoardBucket")["Properties"]["PublicAccessBlockConfiguration"]
+    assert all(bucket.values())
+
+
+def test_snapstart_is_on_the_mcp_and_rest_functions_only() -> None:
+    functions = {k: v for k, v in template()["Resources"].items() if v["Type"] == "AWS::Serverless::Function"}
+    with_snapstart = {k for k, v in functions.items() if "SnapStart" in v["Properties"]}
+    assert with_snapstart == {"McpFunction", "ApiFunction"}
+    for name in with_snapstart:
+        assert functions[name]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        assert functions[name]["Properties"]["AutoPublishAlias"] == "live"  # SnapStart needs versions
+    assert template()["Parameters"]["SnapStart"]["Default"] == "PublishedVersions"
