@@ -141,7 +141,7 @@ def test_a_lease_renewed_between_the_sweepers_read_and_its_write_is_left_alone(c
     assert not failures, failures
     assert sweeper_read.is_set() and holder_wrote.is_set()  # the interleaving really happened
 
-    assert results == [{"expired": [], "cascaded": []}]
+    assert results == [{"expired": [], "cascaded": [], "abandoned_runs": []}]
     after = runtime.context().task(task.id)
     assert after.status is Status.CLAIMED
     assert after.claim is not None and after.claim.expires_at > clock.now()
@@ -150,3 +150,40 @@ def test_a_lease_renewed_between_the_sweepers_read_and_its_write_is_left_alone(c
     assert [e.action for e in history][-1] == "claim"  # no expiry was recorded
     assert not any(e.action == "expire" for e in history)
     assert cloud.output.metrics()[("LostRaces", ())] == 1
+
+
+def test_the_sweeper_ends_a_verification_run_nobody_finished_as_an_error(cloud: Stack) -> None:
+    from taskgate.domain.models import VerifierKind
+    from taskgate.service import verification
+
+    now = datetime.now(UTC)
+    past = Context(cloud.ctx.store, ManualClock(now - timedelta(hours=3)))
+    projects.create(past, HUMAN, "shop", repo="https://git.example.com/shop.git")
+    verifier = acting(
+        keys.authenticate(
+            past,
+            keys.create(
+                past, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL
+            ).secret,
+        )
+    )
+    projects.set_verifier_config(past, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(past, HUMAN, "shop", True)
+    agent = _agent(past, "builder")
+    task = tasks.create(past, HUMAN, "shop", title="t", criteria=[CriterionInput(text="ok")]).task
+    token = claims.claim(past, agent, "shop", task_id=task.id).token
+    claims.submit(
+        past, agent, task.id, token, commit_sha="0123456789abcdef0123456789abcdef01234567", evidence="e"
+    )
+    run = verification.start(past, verifier, task_id=task.id).run  # and then the container died
+
+    assert cloud.invoke(handler, scheduler_event(now))["abandoned_runs"] == [task.id]
+    after = cloud.ctx.task(task.id)
+    assert after.live_run is None and after.status is Status.NEEDS_VERIFICATION  # waits for another run
+    [ended] = [r for r in tasks.runs(cloud.ctx, HUMAN, task.id) if r.id == run.id]
+    assert ended.status == "error"
+    assert cloud.output.metrics()[("Verdicts", (("outcome", "error"),))] == 1
+    [line] = [
+        line for line in cloud.output.logs() if line.get("message", "").startswith("verification run ended")
+    ]
+    assert line["task_id"] == task.id and line["principal"] == "system:sweeper"
