@@ -197,6 +197,7 @@ def test_concurrent_requests_from_worker_threads_do_not_mix(env: Env) -> None:
 
 def test_the_lambda_entry_point_is_the_handler() -> None:
     import importlib.util
+    import inspect
     from pathlib import Path
 
     from taskgate.api.handler import handler
@@ -206,4 +207,8 @@ def test_the_lambda_entry_point_is_the_handler() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.handler is handler
+    # The cloud entry point is this handler with Powertools logging, metrics and tracing around it.
+    from taskgate.cloud.api import handler as instrumented
+
+    assert module.handler is instrumented
+    assert inspect.unwrap(module.handler) is handler

@@ -116,6 +116,7 @@ def instrument(
 
     traced: list[Handler] = []  # the tracer is built on first use (see prime)
 
+    @functools.wraps(handler)  # inspect.unwrap(instrumented) is the handler it wraps
     def invoke(event: dict[str, Any], context: Any) -> Any:
         if not traced:
             traced.append(tracer().capture_lambda_handler(with_keys, capture_response=False))
