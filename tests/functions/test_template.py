@@ -78,14 +78,17 @@ import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", sys.argv[1])
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 assert callable(mod.handler)
-print(json.dumps({"mcp": "mcp.server" in sys.modules}))
+import snapshot_restore_py as hooks
+print(json.dumps({"mcp": "mcp.server" in sys.modules,
+                  "snapstart": bool(hooks.get_before_snapshot() or hooks.get_after_restore())}))
 """
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS.values()))
 def test_entry_points_load_in_a_fresh_lambda_like_interpreter(name: str, tmp_path: Path) -> None:
-    """Each entry point imports in a new process with the environment Lambda gives it, and only
-    the MCP function loads the MCP SDK (it is slow to import: bench/cold_start.py)."""
+    """Each entry point imports in a new process with the environment Lambda gives it; only the
+    MCP function loads the MCP SDK (it is slow to import: bench/cold_start.py), and only the MCP
+    and REST functions register SnapStart hooks."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKGATE_", "AWS_"))}
     env.update(
         {
@@ -109,3 +112,4 @@ def test_entry_points_load_in_a_fresh_lambda_like_interpreter(name: str, tmp_pat
     assert result.returncode == 0, result.stderr
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["mcp"] is (name == "mcp")
+    assert loaded["snapstart"] is (name in ("mcp", "api"))  # hooks only where SnapStart is on
