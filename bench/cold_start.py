@@ -25,8 +25,7 @@ Goals: mcp <= 1.15x the baseline; the others never import the MCP SDK and stay <
 One line per function: `function=<name> ratio=<r> goal=<g> import_s=... imports_mcp=...`. Each
 line also says what the function keeps out of its import and when that is paid (`deferred_s`,
 `paid=`): the MCP and REST functions prime in a SnapStart before-snapshot hook (paid once, at
-publish), the sweeper and dispatcher on their first invocation; the authorizer primes during
-init, so its import time includes it.
+publish), the authorizer, sweeper and dispatcher on their first invocation.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ _SNAPSHOT = "import snapshot_restore_py as s\nfor hook, a, kw in s.get_before_sn
 _PRIME = {
     "mcp": (_SNAPSHOT, "at publish (SnapStart)"),
     "api": (_SNAPSHOT, "at publish (SnapStart)"),
-    "authorizer": ("", ""),
+    "authorizer": ("from taskgate.cloud import observe\nobserve.prime()", "first invocation"),
     "sweeper": ("from taskgate.cloud import observe\nobserve.prime()", "first invocation"),
     "dispatcher": (
         "from taskgate.cloud import observe, dispatcher\nobserve.prime()\ndispatcher.launcher()",

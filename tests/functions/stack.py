@@ -283,7 +283,7 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
         )
         env.update(
             {
-                "AWS_LAMBDA_FUNCTION_NAME": "",  # not "in Lambda": no init-time priming
+                "AWS_LAMBDA_FUNCTION_NAME": "",  # not in Lambda: Powertools leaves tracing off
                 "TASKGATE_ALLOWED_HOSTS": api_host,
                 "TASKGATE_ALLOWED_ORIGINS": f"https://{api_host}",
                 **(extra_env or {}),

@@ -30,5 +30,3 @@ def _authorize(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 handler = observe.instrument(_authorize, correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-if observe.in_lambda():  # every agent request may wait on this function: do the slow part in init
-    observe.prime()
