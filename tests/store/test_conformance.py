@@ -28,6 +28,7 @@ from taskgate.store.port import (
     Page,
     Put,
     Store,
+    Unencodable,
 )
 from taskgate.store.schema import IndexName
 
@@ -748,3 +749,79 @@ def test_racing_transfers_keep_the_total(racing_store: Store, pool: ThreadPoolEx
     a, b = racing_store.get_many([("ACC", "A"), ("ACC", "B")])
     assert (a.data["n"], b.data["n"]) == (1000 - threads * moves, threads * moves)
     assert a.version == b.version == threads * moves + 1
+
+
+# -- leases: a condition on the item's expiry, checked inside the commit ------------------------
+
+T0 = "2026-01-01T00:00:00.000000Z"
+T1 = "2026-01-01T00:30:00.000000Z"  # the lease's end
+T2 = "2026-01-01T01:00:00.000000Z"
+
+
+def test_expires_round_trips_and_a_put_without_it_clears_it(store: Store) -> None:
+    it = Item("T#1", "META", {"s": "claimed"}, 1, expires=T1)
+    store.commit([Put(it)])
+    assert store.get("T#1", "META") == it
+    store.commit([bump(it, data={"s": "ready"}, expires=None)])
+    got = store.get("T#1", "META")
+    assert got is not None and got.expires is None and got.version == 2
+
+
+@pytest.mark.parametrize("op_kind", ["put", "check", "delete"])
+def test_alive_at_holds_only_while_the_stored_lease_runs(store: Store, op_kind: str) -> None:
+    """`alive_at`: the stored item's expires must be later than it; equal is already expired."""
+    leased = Item("T#1", "META", {"s": "claimed"}, 1, expires=T1)
+    store.commit([Put(leased)])
+
+    def op(at: str) -> Op:
+        if op_kind == "put":
+            return Put(replace(leased, version=2, data={"s": "done"}), expected_version=1, alive_at=at)
+        if op_kind == "check":
+            return Check("T#1", "META", 1, alive_at=at)
+        return Delete("T#1", "META", 1, alive_at=at)
+
+    for lapsed in (T1, T2):
+        with pytest.raises(ConflictError) as caught:
+            # alongside another write, so the whole transaction must be refused
+            store.commit([op(lapsed), Put(item("T#2", "META"))])
+        assert caught.value.failed == [("T#1", "META")]
+        assert store.get("T#1", "META") == leased
+        assert store.get("T#2", "META") is None
+    with pytest.raises(ConflictError):
+        store.commit([op(T2)])  # and alone (a single conditional write / a lone read)
+    store.commit([op(T0)])
+    after = store.get("T#1", "META")
+    if op_kind == "put":
+        assert after is not None and after.data == {"s": "done"}
+    elif op_kind == "check":
+        assert after == leased
+    else:
+        assert after is None
+
+
+def test_an_item_without_expires_never_lapses(store: Store) -> None:
+    plain = item("T#1", "META")
+    store.commit([Put(plain)])
+    store.commit([Put(replace(plain, version=2), 1, alive_at=T2)])
+    got = store.get("T#1", "META")
+    assert got is not None and got.version == 2
+
+
+def test_alive_at_needs_an_existing_item(store: Store) -> None:
+    with pytest.raises(ValueError):
+        store.commit([Put(item("T#1", "META"), alive_at=T0)])  # must-not-exist has no lease to check
+
+
+# -- text that cannot be encoded is refused before anything is written --------------------------
+
+
+def test_a_lone_surrogate_is_refused_and_nothing_is_written(store: Store) -> None:
+    with pytest.raises(Unencodable):
+        store.commit([Put(item("T#2", "META")), Put(Item("T#1", "META", {"title": "bad \ud800 text"}))])
+    assert store.get("T#1", "META") is None and store.get("T#2", "META") is None
+    with pytest.raises(Unencodable):
+        store.commit([Put(Item("T#1", "META", {"\udfff": "key"}))])
+    # a well-formed pair (one astral character) and every other code point are fine
+    ok = Item("T#1", "META", {"title": "😀 \u0000 \uffff \U0010ffff é"})
+    store.commit([Put(ok)])
+    assert store.get("T#1", "META") == ok

@@ -4,7 +4,6 @@ LastEvaluatedKey with nothing after it)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -76,10 +75,15 @@ def test_storage_format(dynamo: DynamoDBStore) -> None:
         "PK": {"S": "T#1"},
         "SK": {"S": "META"},
         "V": {"N": "1"},
-        "D": {"S": json.dumps(it.data, separators=(",", ":"))},
+        # UTF-8, not \u escapes: DynamoDB counts an item's size in UTF-8 bytes
+        "D": {"S": '{"b":[1,2],"a":"é"}'},
         "GSI1PK": {"S": "Q#p#ready"},
         "GSI1SK": {"S": "0000000001#T#1"},
     }
+    leased = Item("T#2", "META", {}, 1, expires="2026-01-01T00:30:00.000000Z")
+    dynamo.commit([Put(leased)])
+    raw = dynamo._client.get_item(TableName=dynamo.table_name, Key={"PK": {"S": "T#2"}, "SK": {"S": "META"}})
+    assert raw["Item"]["X"] == {"S": "2026-01-01T00:30:00.000000Z"}
 
 
 def test_one_write_is_one_conditional_write_not_a_transaction(dynamo: DynamoDBStore) -> None:

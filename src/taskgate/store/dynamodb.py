@@ -1,8 +1,8 @@
 """DynamoDB adapter: one table (schema.py), boto3's low-level client, the SQLite adapter's semantics.
 
-Storage format of an item: PK, SK (S), V (N, the version), D (S, the JSON body) and, for each
-index the item is in, that index's key attributes (S). An item without an index's attributes
-is not in that sparse GSI.
+Storage format of an item: PK, SK (S), V (N, the version), D (S, the JSON body), X (S, the
+lease's end, only on items that have one) and, for each index the item is in, that index's key
+attributes (S). An item without an index's attributes is not in that sparse GSI.
 
 Writes follow DESIGN.md section 5: a commit of one Put or Delete is a single conditional
 PutItem / DeleteItem (a transaction costs twice the write units and about three times the
@@ -24,8 +24,19 @@ from botocore.exceptions import ClientError
 
 from taskgate.domain.errors import invalid
 from taskgate.store import cursor as cursors
-from taskgate.store.port import Check, ConflictError, Delete, Item, Op, Page, Put, key_of, validate_ops
-from taskgate.store.schema import DATA, INDEX_ATTRS, PK, SK, VERSION, IndexName
+from taskgate.store.port import (
+    Check,
+    ConflictError,
+    Delete,
+    Item,
+    Op,
+    Page,
+    Put,
+    key_of,
+    lapsed,
+    validate_ops,
+)
+from taskgate.store.schema import DATA, EXPIRES, INDEX_ATTRS, PK, SK, VERSION, IndexName
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -52,16 +63,24 @@ _BACKOFF_MAX_S = 0.200
 
 _NEW = "attribute_not_exists(#pk)"
 _AT_VERSION = "#v = :v"
+_ALIVE = " AND (attribute_not_exists(#x) OR #x > :alive)"  # no lease, or one that runs past :alive
 
 
-def _condition(expected_version: int | None) -> _Condition:
-    """ConditionExpression and its names/values for a must-not-exist or expected-version guard."""
+def _condition(expected_version: int | None, alive_at: str | None = None) -> _Condition:
+    """ConditionExpression and its names/values for a must-not-exist or expected-version guard,
+    plus the lease check when alive_at is given (validate_ops allows it only with a version)."""
     if expected_version is None:
         return {"ConditionExpression": _NEW, "ExpressionAttributeNames": {"#pk": PK}}
+    if alive_at is None:
+        return {
+            "ConditionExpression": _AT_VERSION,
+            "ExpressionAttributeNames": {"#v": VERSION},
+            "ExpressionAttributeValues": {":v": {"N": str(expected_version)}},
+        }
     return {
-        "ConditionExpression": _AT_VERSION,
-        "ExpressionAttributeNames": {"#v": VERSION},
-        "ExpressionAttributeValues": {":v": {"N": str(expected_version)}},
+        "ConditionExpression": _AT_VERSION + _ALIVE,
+        "ExpressionAttributeNames": {"#v": VERSION, "#x": EXPIRES},
+        "ExpressionAttributeValues": {":v": {"N": str(expected_version)}, ":alive": {"S": alive_at}},
     }
 
 
@@ -117,6 +136,8 @@ class DynamoDBStore:
             VERSION: {"N": str(item.version)},
             DATA: {"S": item.body},
         }
+        if item.expires is not None:
+            raw[EXPIRES] = {"S": item.expires}
         for name, (ipk, isk) in item.indexes.items():
             attr_pk, attr_sk = INDEX_ATTRS[name]
             raw[attr_pk] = {"S": ipk}
@@ -129,7 +150,10 @@ class DynamoDBStore:
         for name, (attr_pk, attr_sk) in INDEX_ATTRS.items():
             if attr_pk in raw:
                 indexes[name] = (raw[attr_pk]["S"], raw[attr_sk]["S"])
-        return Item(raw[PK]["S"], raw[SK]["S"], json.loads(raw[DATA]["S"]), int(raw[VERSION]["N"]), indexes)
+        expires = raw[EXPIRES]["S"] if EXPIRES in raw else None
+        return Item(
+            raw[PK]["S"], raw[SK]["S"], json.loads(raw[DATA]["S"]), int(raw[VERSION]["N"]), indexes, expires
+        )
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -319,7 +343,11 @@ class DynamoDBStore:
             # and answers the same question.
             op = ops[0]
             current = self.get(op.pk, op.sk)
-            if current is None or current.version != op.expected_version:
+            if (
+                current is None
+                or current.version != op.expected_version
+                or lapsed(current.expires, op.alive_at)
+            ):
                 raise ConflictError([(op.pk, op.sk)])
             return
         if len(ops) == 1:
@@ -347,13 +375,15 @@ class DynamoDBStore:
         try:
             if isinstance(op, Put):
                 self._client.put_item(
-                    TableName=self.table_name, Item=self._encode(op.item), **_condition(op.expected_version)
+                    TableName=self.table_name,
+                    Item=self._encode(op.item),
+                    **_condition(op.expected_version, op.alive_at),
                 )
             elif isinstance(op, Delete):
                 self._client.delete_item(
                     TableName=self.table_name,
                     Key=self._key(op.pk, op.sk),
-                    **_condition(op.expected_version),
+                    **_condition(op.expected_version, op.alive_at),
                 )
             else:  # pragma: no cover - validate_ops and commit() route every other op elsewhere
                 raise TypeError(f"not a single write: {op!r}")
@@ -368,7 +398,10 @@ class DynamoDBStore:
     def _transact(self, ops: Sequence[Op]) -> None:
         items: list[TransactWriteItemTypeDef] = []
         for op in ops:
-            body: dict[str, Any] = {"TableName": self.table_name, **_condition(op.expected_version)}
+            body: dict[str, Any] = {
+                "TableName": self.table_name,
+                **_condition(op.expected_version, op.alive_at),
+            }
             if isinstance(op, Put):
                 body["Item"] = self._encode(op.item)
                 kind = "Put"

@@ -1,8 +1,9 @@
 """The Store port: reads, index queries with opaque cursors, and one atomic conditional commit.
 
 Adapters store items; they never decide a rule. An item is a key (pk, sk), a version, an
-opaque JSON body, and optional index keys. Every write is guarded by a condition, and a
-commit of several writes applies all of them or none.
+opaque JSON body, optional index keys, and an optional expiry (a lease's end). Every write is
+guarded by a condition (the expected version, or must-not-exist; and optionally "its lease has
+not lapsed at this time"), and a commit of several writes applies all of them or none.
 """
 
 from __future__ import annotations
@@ -24,11 +25,29 @@ class Item:
     version: int = 1
     # index name -> (partition value, sort value); an index absent here does not hold the item
     indexes: dict[IndexName, tuple[str, str]] = field(default_factory=dict)
+    # When the item's lease ends: a fixed-width UTC time (domain.clock.iso), which therefore
+    # sorts as text. None: the item has no lease and never lapses. Ops with `alive_at` check it.
+    expires: str | None = None
 
     @cached_property
     def body(self) -> str:
-        """The JSON body as stored: encoded once, for the size check and the write."""
-        return json.dumps(self.data, separators=(",", ":"))
+        """The JSON body as stored: encoded once, for the checks and the write."""
+        return json.dumps(self.data, separators=(",", ":"), ensure_ascii=False)
+
+    @cached_property
+    def size(self) -> int:
+        """The body's size in UTF-8 bytes. Text that has no UTF-8 form (a lone surrogate, which
+        JSON can smuggle in as an escape) raises Unencodable: no reader could ever serialise it."""
+        try:
+            return len(self.body.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise Unencodable(f"{self.pk}/{self.sk}: text that is not valid Unicode ({exc.reason})") from exc
+
+
+# Every op may also carry `alive_at` (a time as Item.expires holds it): the op's condition then
+# also requires the stored item's lease to run past that time (its expires is None, or later
+# than alive_at; equal is already lapsed). A lease is enforced inside the write this way, not
+# only by whoever read the item first (DESIGN.md section 5).
 
 
 @dataclass(frozen=True)
@@ -40,6 +59,7 @@ class Put:
 
     item: Item
     expected_version: int | None = None
+    alive_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,15 +67,17 @@ class Delete:
     pk: str
     sk: str
     expected_version: int
+    alive_at: str | None = None
 
 
 @dataclass(frozen=True)
 class Check:
-    """Write nothing, but fail the commit unless the item is at this version."""
+    """Write nothing, but fail the commit unless the item is at this version (and alive_at)."""
 
     pk: str
     sk: str
     expected_version: int
+    alive_at: str | None = None
 
 
 Op = Put | Delete | Check
@@ -76,6 +98,16 @@ class TooLarge(ValueError):
     """An item over the size both adapters accept (DynamoDB's 400 KB item limit)."""
 
 
+class Unencodable(ValueError):
+    """An item holding text with no UTF-8 form (a lone UTF-16 surrogate). Refused by both
+    adapters before anything is written: stored, it would break every reader that serialises it."""
+
+
+def lapsed(expires: str | None, alive_at: str | None) -> bool:
+    """Whether an `alive_at` condition fails on an item with this expiry (both adapters agree)."""
+    return alive_at is not None and expires is not None and expires <= alive_at
+
+
 def validate_ops(ops: Sequence[Op]) -> None:
     """Rules both adapters enforce identically, so a commit valid on one is valid on the other."""
     if not ops:
@@ -88,17 +120,22 @@ def validate_ops(ops: Sequence[Op]) -> None:
     if any(not pk or not sk for pk, sk in keys):
         raise ValueError("keys must not be empty (DynamoDB refuses empty key strings)")
     for op in ops:
+        if not isinstance(op, Put | Delete | Check):
+            raise TypeError(f"unknown op {op!r}")
         if isinstance(op, Put):
             want = 1 if op.expected_version is None else op.expected_version + 1
             if op.item.version != want:
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: version must be {want}")
             if any(not ipk or not isk for ipk, isk in op.item.indexes.values()):
                 raise ValueError(f"{op.item.pk}/{op.item.sk}: index keys must not be empty")
-            size = len(op.item.body.encode())
-            if size > MAX_ITEM_BYTES:
-                raise TooLarge(f"{op.item.pk}/{op.item.sk}: body of {size} bytes is over {MAX_ITEM_BYTES}")
-        elif not isinstance(op, Delete | Check):
-            raise TypeError(f"unknown op {op!r}")
+            if op.expected_version is None and op.alive_at is not None:
+                raise ValueError(f"{op.item.pk}/{op.item.sk}: a new item has no lease to check")
+            if op.item.expires is not None and not op.item.expires:
+                raise ValueError(f"{op.item.pk}/{op.item.sk}: expires must not be empty")
+            if op.item.size > MAX_ITEM_BYTES:
+                raise TooLarge(
+                    f"{op.item.pk}/{op.item.sk}: body of {op.item.size} bytes is over {MAX_ITEM_BYTES}"
+                )
 
 
 class ConflictError(Exception):

@@ -28,6 +28,7 @@ PK = "PK"
 SK = "SK"
 VERSION = "V"
 DATA = "D"
+EXPIRES = "X"  # a lease's end (Item.expires); ops with alive_at condition on it
 
 INDEX_ATTRS: dict[IndexName, tuple[str, str]] = {
     IndexName.QUEUE: ("GSI1PK", "GSI1SK"),

@@ -16,7 +16,7 @@ from typing import Any
 
 from taskgate.domain.errors import invalid
 from taskgate.store import cursor as cursors
-from taskgate.store.port import ConflictError, Delete, Item, Op, Page, Put, key_of, validate_ops
+from taskgate.store.port import ConflictError, Delete, Item, Op, Page, Put, key_of, lapsed, validate_ops
 from taskgate.store.schema import IndexName
 
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
@@ -38,8 +38,13 @@ def _migration_1(db: sqlite3.Connection) -> None:
         db.execute(f"CREATE INDEX idx_{ipk} ON items ({ipk}, {isk}, pk, sk) WHERE {ipk} IS NOT NULL")
 
 
+def _migration_2(db: sqlite3.Connection) -> None:
+    # A lease's end (Item.expires), checked by ops with alive_at. Existing rows have none.
+    db.execute("ALTER TABLE items ADD COLUMN expires TEXT")
+
+
 # Versioned schema migrations: index i migrates user_version i -> i + 1. Append, never edit.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migration_1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migration_1, _migration_2]
 
 
 class SQLiteStore:
@@ -97,14 +102,14 @@ class SQLiteStore:
 
     @staticmethod
     def _item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
-        pk, sk, version, data, g1p, g1s, g2p, g2s, g3p, g3s = row
+        pk, sk, version, data, g1p, g1s, g2p, g2s, g3p, g3s, expires = row
         indexes: dict[IndexName, tuple[str, str]] = {}
         for name, (ipk, isk) in zip(_INDEX_COLS, ((g1p, g1s), (g2p, g2s), (g3p, g3s)), strict=True):
             if ipk is not None:
                 indexes[name] = (ipk, isk)
-        return Item(pk, sk, json.loads(data), version, indexes)
+        return Item(pk, sk, json.loads(data), version, indexes, expires)
 
-    _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, gsi3pk, gsi3sk"
+    _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, gsi3pk, gsi3sk, expires"
 
     def get(self, pk: str, sk: str) -> Item | None:
         row = (
@@ -232,13 +237,16 @@ class SQLiteStore:
             # Versions by primary key, one lookup each (a row-value IN list scans the table);
             # the writes go in one executemany.
             keys = [key_of(op) for op in ops]
-            stored = {}
+            stored: dict[tuple[str, str], tuple[int, str | None]] = {}
             for key in keys:
-                row = db.execute("SELECT version FROM items WHERE pk = ? AND sk = ?", key).fetchone()
+                row = db.execute("SELECT version, expires FROM items WHERE pk = ? AND sk = ?", key).fetchone()
                 if row is not None:
-                    stored[key] = row[0]
+                    stored[key] = (row[0], row[1])
             failed = [
-                key for key, op in zip(keys, ops, strict=True) if stored.get(key) != op.expected_version
+                key
+                for key, op in zip(keys, ops, strict=True)
+                if (stored[key][0] if key in stored else None) != op.expected_version
+                or (key in stored and lapsed(stored[key][1], op.alive_at))
             ]
             if failed:
                 raise ConflictError(failed)
@@ -246,8 +254,8 @@ class SQLiteStore:
             if puts:
                 db.executemany(
                     "INSERT OR REPLACE INTO items (pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, "
-                    "gsi3pk, gsi3sk) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(it.pk, it.sk, it.version, it.body, *_index_cols(it)) for it in puts],
+                    "gsi3pk, gsi3sk, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [(it.pk, it.sk, it.version, it.body, *_index_cols(it), it.expires) for it in puts],
                 )
             deletes = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
             if deletes:
