@@ -61,7 +61,7 @@ def _build(**kw: object) -> dict[str, object]:
 
 def test_a_small_brief_is_whole() -> None:
     b = _build(ranked_decisions=[_decision(1, "use json")])
-    assert b["truncated"] == []
+    assert b["omitted"] == {} and b["clipped"] == []
     assert b["decisions"] == [{"id": "DEC-1", "title": "decision 1", "body": "use json", "why": "search"}]
     assert "classname.name" in str(b["test_ref_rule"])
 
@@ -94,9 +94,9 @@ def test_a_huge_brief_fits_and_cuts_search_ranked_decisions_and_notes_first() ->
     )
     size = len(json.dumps(b, separators=(",", ":"), default=str))
     assert size <= briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
-    truncated = b["truncated"]
-    assert isinstance(truncated, list)
-    assert "a search-ranked decision" in truncated and "oldest note" in truncated
+    omitted = b["omitted"]
+    assert isinstance(omitted, dict)
+    assert omitted["search-ranked decisions"] == 5 and omitted["notes"] >= 1
     decisions = b["decisions"]
     assert isinstance(decisions, list)
     assert [d["id"] for d in decisions] == ["DEC-1"]  # the spec-linked decision survives

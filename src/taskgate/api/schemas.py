@@ -34,12 +34,14 @@ from taskgate.domain.models import (
     VerifierKind,
 )
 from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.text import CheckedText
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service.review import Resolution
 
 
-class In(BaseModel):
-    """A request body: unknown fields are an error, so a typo never passes silently."""
+class In(CheckedText):
+    """A request body: unknown fields are an error, so a typo never passes silently; text that
+    is not valid Unicode is refused anywhere in it (domain.text)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -162,6 +164,11 @@ class TaskCreate(In):
     risk: Risk | None = None
     verification_commands: list[str] | None = None
     max_attempts: int | None = None
+    request_id: str | None = Field(
+        default=None,
+        description="Optional id the client chooses (e.g. a UUID): a retry with the same id answers "
+        "with what the first request created instead of creating another.",
+    )
 
 
 class TaskWritten(Out):
@@ -177,8 +184,14 @@ class TaskPage(Out):
 class TaskDetail(Out):
     task: TaskOut
     history: list[HistoryEvent]
+    history_cursor: str | None = Field(
+        description="Query history_cursor with it for more history; null: no more"
+    )
     runs: list[VerificationRun]
     notes: list[Note]
+    notes_cursor: str | None = Field(
+        description="Query notes_cursor with it for the next notes; null: no more"
+    )
 
 
 class BatchAccept(In):
@@ -219,6 +232,11 @@ class SpecCreate(In):
     body: str = ""
     risk: Risk = Risk.LOW
     criteria: list[CriterionInput]
+    request_id: str | None = Field(
+        default=None,
+        description="Optional id the client chooses (e.g. a UUID): a retry with the same id answers "
+        "with what the first request created instead of creating another.",
+    )
 
 
 class SpecRevise(In):

@@ -1,7 +1,10 @@
-"""The brief: the whole contract for one run, under about 2,000 tokens (chars / 4).
+"""The brief: the whole contract for one run, under about 2,000 tokens (chars / 4) whatever the input.
 
-Built from loaded records only. When it is too long, the least relevant parts are cut
-first, in the order of CUT_ORDER, and the brief says what was cut.
+Built from loaded records only, in one linear pass: prose is clipped to fixed lengths first,
+then the brief is measured once, and whole items are dropped, least relevant first, each
+item's size known from one measurement, until it fits. Identifiers (ids, test refs, commands,
+check names) are never cut: an item either appears whole or is left out, and `omitted` says how
+many of each kind were left out and where to read them (get_task, get_spec).
 """
 
 from __future__ import annotations
@@ -28,9 +31,18 @@ TEST_REF_RULE = (
     "passes. Review criteria are judged by a reviewer."
 )
 
+# Prose is clipped to these lengths before anything is measured (marked with a trailing '…').
+TITLE_CHARS = 300
+TEXT_CHARS = 1500  # task description, spec body, a criterion's text
+SHORT_TEXT_CHARS = 300  # what long texts shrink to when the brief is still too long
+ITEM_TEXT_CHARS = 600  # a note, a decision's body, a finding, a lesson learned
+CRITERION_SHORT_CHARS = 160  # a criterion's text, before any whole criterion is left out
+# Room kept for the `omitted` / `clipped` / `see` lines the cutting adds.
+RESERVE_CHARS = 700
 
-def _size(brief: dict[str, Any]) -> int:
-    return len(json.dumps(brief, separators=(",", ":"), default=str))
+
+def _size(node: Any) -> int:
+    return len(json.dumps(node, separators=(",", ":"), default=str))
 
 
 def _clip(text: str, limit: int) -> str:
@@ -47,15 +59,24 @@ def build(
     ranked_decisions: list[Decision],
     dependencies: list[Task],
     notes: list[Note],
+    notes_total: int | None = None,
     budget_tokens: int = TOKEN_BUDGET,
 ) -> dict[str, Any]:
     defaults = project.execution_defaults
     cfg = project.verifier_config
+    clipped: list[str] = []
+
+    def prose(text: str, limit: int, label: str) -> str:
+        if len(text) > limit:
+            clipped.append(label)
+        return _clip(text, limit)
+
+    linked_ids = {d.id for d in linked_decisions}
     brief: dict[str, Any] = {
         "task": {
             "id": task.id,
-            "title": task.title,
-            "description": task.description,
+            "title": prose(task.title, TITLE_CHARS, "task title"),
+            "description": prose(task.description, TEXT_CHARS, "task description"),
             "status": task.status.value,
             "priority": task.priority,
             "risk": task.risk.value,
@@ -65,16 +86,22 @@ def build(
         "spec": (
             {
                 "id": spec.id,
-                "title": spec.title,
-                "body": spec.body,
+                "title": prose(spec.title, TITLE_CHARS, "spec title"),
+                "body": prose(spec.body, TEXT_CHARS, "spec body"),
                 "risk": spec.risk.value,
                 "status": spec.status.value,
             }
             if spec
             else None
         ),
-        "criteria": [c.model_dump(mode="json", exclude_none=True) for c in criteria],
-        "verification_commands": (
+        "criteria": [
+            {
+                **c.model_dump(mode="json", exclude_none=True),
+                "text": prose(c.text, TEXT_CHARS, "criterion text"),
+            }
+            for c in criteria
+        ],
+        "verification_commands": list(
             task.verification_commands
             if task.verification_commands is not None
             else defaults.verification_commands
@@ -86,15 +113,22 @@ def build(
             else {},
         },
         "test_ref_rule": TEST_REF_RULE,
-        "conventions": list(defaults.conventions),
-        "dependencies": [{"id": d.id, "title": d.title, "status": d.status.value} for d in dependencies],
+        "conventions": [prose(c, ITEM_TEXT_CHARS, "a convention") for c in defaults.conventions],
+        "dependencies": [
+            {"id": d.id, "title": prose(d.title, TITLE_CHARS, "a dependency title"), "status": d.status.value}
+            for d in dependencies
+        ],
         "previous_attempts": [
             {
                 "attempt": a.number,
                 "ending": a.ending.value if a.ending else "in progress",
                 **({"failure_kind": a.failure_kind.value} if a.failure_kind else {}),
-                **({"findings": a.findings} if a.findings else {}),
-                **({"learned": a.learned} if a.learned else {}),
+                **(
+                    {"findings": [prose(f, ITEM_TEXT_CHARS, "a finding") for f in a.findings]}
+                    if a.findings
+                    else {}
+                ),
+                **({"learned": prose(a.learned, ITEM_TEXT_CHARS, "a lesson")} if a.learned else {}),
             }
             for a in task.attempts
             if a.ended_at is not None
@@ -103,8 +137,12 @@ def build(
             {
                 "attempt": f.attempt,
                 "source": f.source.value,
-                "summary": f.summary,
-                **({"details": f.details} if f.details else {}),
+                "summary": prose(f.summary, ITEM_TEXT_CHARS, "a finding"),
+                **(
+                    {"details": [prose(d, ITEM_TEXT_CHARS, "a finding") for d in f.details]}
+                    if f.details
+                    else {}
+                ),
                 **({"self_report_mismatch": f.self_report_mismatch} if f.self_report_mismatch else {}),
             }
             for f in task.findings
@@ -112,99 +150,127 @@ def build(
         "decisions": [
             {
                 "id": d.id,
-                "title": d.title,
-                "body": d.body,
-                "why": "spec" if d in linked_decisions else "search",
+                "title": prose(d.title, TITLE_CHARS, "a decision title"),
+                "body": prose(d.body, ITEM_TEXT_CHARS, "a decision"),
+                "why": "spec" if d.id in linked_ids else "search",
             }
-            for d in [*linked_decisions, *[r for r in ranked_decisions if r not in linked_decisions]]
+            for d in [*linked_decisions, *[r for r in ranked_decisions if r.id not in linked_ids]]
         ],
-        "notes": [{"author": n.author, "body": n.body} for n in notes],
-        "truncated": [],
+        "notes": [{"author": n.author, "body": prose(n.body, ITEM_TEXT_CHARS, "a note")} for n in notes],
     }
-    return fit(brief, budget_tokens * CHARS_PER_TOKEN)
+    omitted: dict[str, int] = {}
+    older_notes = (notes_total or len(notes)) - len(notes)
+    if older_notes > 0:
+        omitted["notes"] = older_notes
+    budget = budget_tokens * CHARS_PER_TOKEN
+    reserve = RESERVE_CHARS
+    while True:  # twice at most: the summary's own size is known only once it is written
+        fit(brief, budget - reserve, omitted, clipped)
+        brief["omitted"] = omitted
+        brief["clipped"] = sorted(set(clipped))
+        if omitted:
+            where = f"get_spec('{task.project}', '{spec.id}') and " if spec else ""
+            brief["see"] = f"Left out to stay short; {where}get_task('{task.id}') have everything."
+        over = _size(brief) - budget
+        if over <= 0:
+            return brief
+        for key in ("omitted", "clipped", "see"):
+            brief.pop(key, None)
+        reserve += over
 
 
-def fit(brief: dict[str, Any], budget_chars: int) -> dict[str, Any]:
-    """Cut the least relevant parts first until the brief fits the budget."""
-    cut: list[str] = brief["truncated"]
-    if _size(brief) <= budget_chars:
-        return brief  # the common case: one measurement, nothing to cut
-
-    def pop_last(key: str, label: str, keep: int = 0) -> bool:
-        items = brief[key]
-        if len(items) > keep:
-            items.pop()
-            cut.append(label)
-            return True
-        return False
-
-    def clip(path: tuple[str, ...], limit: int, label: str) -> bool:
-        holder: Any = brief
-        for p in path[:-1]:
-            holder = holder.get(p) if holder else None
-        if not holder or len(holder.get(path[-1]) or "") <= limit:
-            return False
-        holder[path[-1]] = _clip(holder[path[-1]], limit)
-        cut.append(label)
-        return True
-
-    # Least relevant first: search-ranked decisions, notes, old attempts, long texts, then the rest.
-    steps: list[Callable[[], bool]] = [
-        lambda: _drop_ranked_decision(brief, cut),
-        lambda: pop_first(brief, "notes", "oldest note", cut),
-        lambda: pop_first(brief, "previous_attempts", "oldest attempt", cut, keep=1),
-        lambda: pop_first(brief, "findings", "oldest finding", cut, keep=1),
-        lambda: clip(("spec", "body"), 1500, "spec body"),
-        lambda: clip(("task", "description"), 1500, "task description"),
-        lambda: pop_last("conventions", "a convention"),
-        lambda: pop_last("decisions", "a spec decision"),
-        lambda: clip(("spec", "body"), 300, "spec body"),
-        lambda: clip(("task", "description"), 300, "task description"),
-        lambda: pop_first(brief, "previous_attempts", "oldest attempt", cut),
-        lambda: pop_first(brief, "findings", "oldest finding", cut),
-        lambda: pop_last("dependencies", "a dependency"),
-        lambda: pop_last("verification_commands", "a verification command"),
-    ]
-    for step in steps:
-        while _size(brief) > budget_chars and step():
-            pass
-    # Last resort, for briefs made large by what is never dropped (criteria, commands, checks):
-    # shorten the longest texts until it fits.
-    limit = 1000
-    while _size(brief) > budget_chars and limit >= 40:
-        if _clip_strings(brief, limit):
-            cut.append("long texts")
-        limit //= 2
-    brief["truncated"] = sorted(set(cut))
-    return brief
+# -- fitting: one measurement, then whole items out, least relevant first ----------------------
 
 
-def _clip_strings(node: Any, limit: int) -> bool:
-    """Clip every string longer than `limit` inside lists and dicts (keys and ids are short)."""
-    changed = False
-    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
-    for key, value in list(items):
-        if isinstance(value, str) and len(value) > limit:
-            node[key] = _clip(value, limit)
-            changed = True
-        elif isinstance(value, dict | list):
-            changed = _clip_strings(value, limit) or changed
-    return changed
+def fit(brief: dict[str, Any], budget_chars: int, omitted: dict[str, int], clipped: list[str]) -> None:
+    """Drop whole items, least relevant first, until the brief fits `budget_chars`. Linear in the
+    size of the brief: every part is measured once; each drop subtracts what it saved."""
+    size = _size(brief)
+    if size <= budget_chars:
+        return  # the common case: one measurement, nothing to cut
 
+    def cut_list(
+        key: str,
+        label: str,
+        *,
+        from_end: bool,
+        keep: int = 0,
+        select: Callable[[Any], bool] = lambda _: True,
+        holder: dict[str, Any] | None = None,
+    ) -> None:
+        nonlocal size
+        container = holder if holder is not None else brief
+        items: list[Any] = container[key]
+        chosen = [i for i, it in enumerate(items) if select(it)]
+        if size <= budget_chars or len(chosen) <= keep:
+            return
+        sizes = {i: _size(items[i]) for i in chosen}
+        order = chosen[::-1] if from_end else chosen
+        count = len(items)
+        dropped: set[int] = set()
+        for i in order[: len(order) - keep]:
+            if size <= budget_chars:
+                break
+            size -= sizes[i] + (1 if count > 1 else 0)
+            count -= 1
+            dropped.add(i)
+        if dropped:
+            container[key] = [it for i, it in enumerate(items) if i not in dropped]
+            omitted[label] = omitted.get(label, 0) + len(dropped)
 
-def _drop_ranked_decision(brief: dict[str, Any], cut: list[str]) -> bool:
-    for i in range(len(brief["decisions"]) - 1, -1, -1):
-        if brief["decisions"][i]["why"] == "search":
-            del brief["decisions"][i]
-            cut.append("a search-ranked decision")
-            return True
-    return False
+    def cut_dict(holder: dict[str, Any], key: str, label: str) -> None:
+        nonlocal size
+        entries: dict[str, Any] = holder[key]
+        if size <= budget_chars or not entries:
+            return
+        names = list(entries)
+        count = len(names)
+        dropped = []
+        for name in reversed(names):
+            if size <= budget_chars:
+                break
+            size -= _size(name) + 1 + _size(entries[name]) + (1 if count > 1 else 0)
+            count -= 1
+            dropped.append(name)
+        for name in dropped:
+            del entries[name]
+        if dropped:
+            omitted[label] = omitted.get(label, 0) + len(dropped)
 
+    def shrink(path: tuple[str, str], label: str) -> None:
+        nonlocal size
+        holder = brief.get(path[0])
+        if size <= budget_chars or not holder or len(holder[path[1]]) <= SHORT_TEXT_CHARS:
+            return
+        before = _size(holder[path[1]])
+        holder[path[1]] = _clip(holder[path[1]], SHORT_TEXT_CHARS)
+        size -= before - _size(holder[path[1]])
+        clipped.append(label)
 
-def pop_first(brief: dict[str, Any], key: str, label: str, cut: list[str], keep: int = 0) -> bool:
-    items = brief[key]
-    if len(items) > keep:
-        items.pop(0)
-        cut.append(label)
-        return True
-    return False
+    def shrink_each(key: str, field: str, limit: int, label: str) -> None:
+        nonlocal size
+        for item in brief[key]:
+            if size <= budget_chars:
+                return
+            if len(item.get(field, "")) > limit:
+                before = _size(item[field])
+                item[field] = _clip(item[field], limit)
+                size -= before - _size(item[field])
+                clipped.append(label)
+
+    # Least relevant first.
+    cut_list("decisions", "search-ranked decisions", from_end=True, select=lambda d: d["why"] == "search")
+    cut_list("notes", "notes", from_end=False)
+    cut_list("previous_attempts", "previous attempts", from_end=False, keep=1)
+    cut_list("findings", "findings", from_end=False, keep=1)
+    cut_list("conventions", "conventions", from_end=True)
+    cut_list("decisions", "spec decisions", from_end=True)
+    shrink(("spec", "body"), "spec body")
+    shrink(("task", "description"), "task description")
+    cut_list("previous_attempts", "previous attempts", from_end=False)
+    cut_list("findings", "findings", from_end=False)
+    cut_list("dependencies", "dependencies", from_end=True)
+    shrink_each("criteria", "text", CRITERION_SHORT_CHARS, "criterion text")
+    cut_list("verification_commands", "verification commands", from_end=True)
+    cut_dict(brief["verifier_checks"], "checks", "verifier checks")
+    cut_list("criteria", "criteria", from_end=True)

@@ -47,6 +47,9 @@ class Risk(StrEnum):
     HIGH = "high"
 
 
+RISK_ORDER = {Risk.LOW: 0, Risk.MEDIUM: 1, Risk.HIGH: 2}
+
+
 class CriterionKind(StrEnum):
     TEST = "test"
     COMMAND = "command"

@@ -15,6 +15,7 @@ class Op(StrEnum):
     UPDATE_PROJECT = "update_project"
     CREATE_SPEC = "create_spec"
     UPDATE_SPEC = "update_spec"
+    LOWER_RISK = "lower_risk"  # of a draft spec; raising it is part of UPDATE_SPEC
     APPROVE_SPEC = "approve_spec"
     REVISE_SPEC = "revise_spec"
     CREATE_TASK = "create_task"
@@ -51,6 +52,7 @@ RULES: dict[Op, frozenset[Role]] = {
     Op.UPDATE_PROJECT: frozenset({H}),
     Op.CREATE_SPEC: frozenset({H, AG}),
     Op.UPDATE_SPEC: frozenset({H, AG}),
+    Op.LOWER_RISK: frozenset({H}),  # and board-only: never a delegated agent
     Op.APPROVE_SPEC: frozenset({H, AR}),  # architect: low risk only (see authorize)
     Op.REVISE_SPEC: frozenset({H}),
     Op.CREATE_TASK: frozenset({H, AG}),
@@ -73,7 +75,7 @@ RULES: dict[Op, frozenset[Role]] = {
 
 # Ops a delegated agent may not take with the human's permissions: the human-only switches
 # of the seeds must be made by the human on the board, never from an agent's chat.
-BOARD_ONLY = frozenset({Op.SET_VERIFICATION, Op.SET_VERIFIER_CONFIG, Op.MANAGE_KEYS})
+BOARD_ONLY = frozenset({Op.SET_VERIFICATION, Op.SET_VERIFIER_CONFIG, Op.MANAGE_KEYS, Op.LOWER_RISK})
 
 
 def roles_of(acting: Acting) -> frozenset[Role]:

@@ -62,8 +62,19 @@ def human(name: str, credential_id: str = "admin") -> Principal:
     return Principal(PrincipalKind.HUMAN, name, credential_id)
 
 
+def actor_id(named: str) -> str:
+    """An actor id as a caller may write it, in its one stored form: names are lowercase
+    ('Bob', 'agent:Bob' and 'agent:bob' are one agent); a bare name is an agent's."""
+    name = named.strip().lower()
+    return name if ":" in name else f"agent:{name}"
+
+
 def acting(principal: Principal, on_behalf_of: str | None = None, claimed_actor: str | None = None) -> Acting:
     """Resolve who acts. `claimed_actor` is any actor id an argument named; it must be the caller."""
+    if claimed_actor is not None:
+        claimed_actor = actor_id(claimed_actor)
+    if on_behalf_of is not None:
+        on_behalf_of = on_behalf_of.strip().lower()
     if claimed_actor is not None and claimed_actor != principal.actor:
         raise TaskgateError(
             ErrorCode.IDENTITY_MISMATCH,

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from taskgate.domain.ids import DECISION_ID_RE, SPEC_ID_RE, TASK_ID_RE
 from taskgate.domain.models import PROJECT_NAME_RE
+from taskgate.service.requests import REQUEST_ID_RE
 
 ProjectName = Annotated[
     str,
@@ -56,3 +57,11 @@ OnBehalfOf = Annotated[
 Text = Annotated[str, Field(max_length=100_000)]
 ShortText = Annotated[str, Field(max_length=500)]
 Lines = Annotated[list[Annotated[str, Field(max_length=10_000)]], Field(max_length=200)]
+RequestId = Annotated[
+    str | None,
+    Field(
+        description="Optional id you choose for this create (e.g. a UUID), so that calling again after a "
+        "lost response answers with what the first call created instead of creating a second one.",
+        pattern=REQUEST_ID_RE.pattern,
+    ),
+]

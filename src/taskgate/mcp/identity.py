@@ -32,15 +32,9 @@ def current() -> Principal:
     return principal
 
 
-def _actor_id(agent_id: str | None) -> str | None:
-    if agent_id is None or not agent_id.strip():
-        return None
-    agent_id = agent_id.strip()
-    # A bare name is read as an agent's name: "bob" means "agent:bob".
-    return agent_id if ":" in agent_id else f"agent:{agent_id}"
-
-
 def who(agent_id: str | None = None, on_behalf_of: str | None = None) -> Acting:
-    """The caller, checked against any actor id an argument named (E_IDENTITY_MISMATCH)."""
-    obo = on_behalf_of.strip() if on_behalf_of and on_behalf_of.strip() else None
-    return acting(current(), on_behalf_of=obo, claimed_actor=_actor_id(agent_id))
+    """The caller, checked against any actor id an argument named (E_IDENTITY_MISMATCH; names
+    match without regard to case, a bare name is an agent's)."""
+    obo = on_behalf_of if on_behalf_of and on_behalf_of.strip() else None
+    named = agent_id if agent_id and agent_id.strip() else None
+    return acting(current(), on_behalf_of=obo, claimed_actor=named)

@@ -61,16 +61,23 @@ async def claim_task(
     """
     ctx = runtime.context()
     acting = who(agent_id)
-    got = claims.claim(ctx, acting, project, task_id=task_id, lease_minutes=lease_minutes)
+    got = claims.claim(
+        ctx,
+        acting,
+        project,
+        task_id=task_id,
+        lease_minutes=lease_minutes,
+        brief_of=lambda task, proj: brief.for_task(ctx, acting, task.id, task=task, project=proj),
+    )
     claim = got.task.claim
-    assert claim is not None  # a fresh claim always holds one
+    assert claim is not None and got.brief is not None  # a fresh claim holds both
     return views.Claimed(
         task_id=got.task.id,
         claim_token=got.token,
         attempt=claim.attempt,
         lease_minutes=claim.lease_minutes,
         expires_at=claim.expires_at,
-        brief=brief.for_task(ctx, acting, got.task.id, task=got.task, project=got.project),
+        brief=got.brief,
         next=_work_next(claim.lease_minutes),
     )
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from taskgate import runtime
 from taskgate.domain.models import CriterionInput, Risk, Spec
 from taskgate.mcp import views
-from taskgate.mcp.args import AgentId, OnBehalfOf, ProjectName, ShortText, SpecId, Text
+from taskgate.mcp.args import AgentId, OnBehalfOf, ProjectName, RequestId, ShortText, SpecId, Text
 from taskgate.mcp.identity import who
 from taskgate.mcp.registry import tool
 from taskgate.service import specs
@@ -40,6 +40,7 @@ async def create_spec(
         Text, Field(description="The spec itself: context, behaviour, constraints (markdown).")
     ] = "",
     risk: RiskArg = Risk.LOW,
+    request_id: RequestId = None,
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
 ) -> Spec:
@@ -52,7 +53,14 @@ async def create_spec(
     """
     acting = who(agent_id, on_behalf_of)
     return specs.create(
-        runtime.context(), acting, project, title=title, body=body, risk=risk, criteria=criteria
+        runtime.context(),
+        acting,
+        project,
+        title=title,
+        body=body,
+        risk=risk,
+        criteria=criteria,
+        request_id=request_id,
     )
 
 
@@ -62,7 +70,10 @@ async def update_spec(
     spec_id: SpecId,
     title: Annotated[ShortText | None, Field(description="New title; omit to keep.")] = None,
     body: Annotated[Text | None, Field(description="New body; omit to keep.")] = None,
-    risk: Annotated[Risk | None, Field(description="New risk; omit to keep.")] = None,
+    risk: Annotated[
+        Risk | None,
+        Field(description="New risk; omit to keep. You may raise it; only a human may lower it."),
+    ] = None,
     criteria: Annotated[
         list[CriterionInput] | None,
         Field(description="Replaces all criteria (renumbered AC-<n>.1...); omit to keep.", max_length=100),

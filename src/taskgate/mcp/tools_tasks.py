@@ -17,6 +17,7 @@ from taskgate.mcp.args import (
     Lines,
     OnBehalfOf,
     ProjectName,
+    RequestId,
     ShortText,
     SpecId,
     TaskId,
@@ -74,6 +75,7 @@ async def create_task(
     verification_commands: Annotated[
         Lines | None, Field(description="Overrides the project's verification commands for this task.")
     ] = None,
+    request_id: RequestId = None,
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
 ) -> views.TaskWritten:
@@ -98,6 +100,7 @@ async def create_task(
         priority=priority,
         risk=risk,
         verification_commands=verification_commands,
+        request_id=request_id,
     )
     return views.TaskWritten(task=views.task(written.task), warnings=written.warnings)
 
@@ -140,19 +143,32 @@ async def update_task(
 
 
 @tool("Get a task", read_only=True)
-async def get_task(task_id: TaskId) -> views.TaskDetail:
+async def get_task(
+    task_id: TaskId,
+    limit: Annotated[
+        int, Field(description="How many notes and history events per page (1-100).", ge=1, le=100)
+    ] = 20,
+    notes_cursor: Annotated[
+        str | None, Field(description="The notes_cursor a previous call returned, for the next notes.")
+    ] = None,
+    history_cursor: Annotated[
+        str | None, Field(description="The history_cursor a previous call returned, for more history.")
+    ] = None,
+) -> views.TaskDetail:
     """Read a task in full: status, criteria, attempts (who, how each ended, findings),
-    findings from reviews, the current claim, notes and its history. To start work use
+    findings from reviews, the current claim, and its notes and history, oldest first, one
+    page of each (pass notes_cursor / history_cursor on for more). To start work use
     claim_task; to read the working contract use get_task_brief."""
     ctx, acting = runtime.context(), who()
     task = tasks.get(ctx, acting, task_id)
-    notes = tasks.notes(ctx, acting, task_id)
-    history = tasks.history(ctx, acting, task_id)
+    notes, next_notes = tasks.notes_page(ctx, acting, task_id, limit=limit, cursor=notes_cursor)
+    history, next_history = tasks.history_page(ctx, acting, task_id, limit=limit, cursor=history_cursor)
     return views.TaskDetail(
         task=views.task(task),
         notes=[
             views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at) for n in notes
         ],
+        notes_cursor=next_notes,
         history=[
             views.HistoryView(
                 at=e.at,
@@ -165,6 +181,7 @@ async def get_task(task_id: TaskId) -> views.TaskDetail:
             )
             for e in history
         ],
+        history_cursor=next_history,
     )
 
 
@@ -175,13 +192,27 @@ async def list_tasks(
         Status | None, Field(description="Only tasks in this status (queue order: priority, then age).")
     ] = None,
     spec_id: Annotated[SpecId | None, Field(description="Only tasks of this spec.")] = None,
+    claimed_by: Annotated[
+        str | None,
+        Field(
+            description="Only tasks claimed by this agent ('agent:<name>' or '<name>'), e.g. your own.",
+            max_length=100,
+        ),
+    ] = None,
     limit: Annotated[int, Field(description="Page size (1-200).", ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Field(description="The cursor a previous page returned.")] = None,
 ) -> views.TaskList:
     """List a project's tasks as short summaries, one page at a time (pass the returned cursor
-    on). With a spec filter a page may hold fewer than limit tasks."""
+    on). With a spec or claimed_by filter a page may hold fewer than limit tasks."""
     found, next_cursor = tasks.list_tasks(
-        runtime.context(), who(), project, status=status, spec_id=spec_id, limit=limit, cursor=cursor
+        runtime.context(),
+        who(),
+        project,
+        status=status,
+        spec_id=spec_id,
+        claimed_by=claimed_by,
+        limit=limit,
+        cursor=cursor,
     )
     return views.TaskList(tasks=[views.summary(t) for t in found], cursor=next_cursor)
 

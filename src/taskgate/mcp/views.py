@@ -121,7 +121,13 @@ class TaskWritten(View):
 class TaskDetail(View):
     task: TaskView
     notes: list[NoteView]
+    notes_cursor: str | None = Field(
+        description="Pass back as notes_cursor for the next notes; null: no more"
+    )
     history: list[HistoryView]
+    history_cursor: str | None = Field(
+        description="Pass back as history_cursor for more history; null: no more"
+    )
 
 
 class TaskList(View):

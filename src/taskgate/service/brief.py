@@ -10,6 +10,7 @@ from taskgate.domain.models import Project, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
+from taskgate.domain.text import encodable
 from taskgate.service import decisions, records, tasks
 from taskgate.service.context import Context
 
@@ -27,7 +28,8 @@ def for_task(
     query = " ".join([task.title, task.description, spec.title if spec else "", *(c.text for c in criteria)])
     linked, ranked = decisions.relevant(ctx, project_name, query, spec_id=task.spec_id)
     deps = [records.load(Task, i) for i in ctx.store.get_many([records.task_key(b) for b in task.blocked_by])]
-    return briefs.build(
+    notes, notes_total = tasks.latest_notes(ctx, who, task_id)
+    out = briefs.build(
         task=task,
         project=project,
         spec=spec,
@@ -35,5 +37,10 @@ def for_task(
         linked_decisions=linked,
         ranked_decisions=ranked,
         dependencies=deps,
-        notes=tasks.notes(ctx, who, task_id),
+        notes=notes,
+        notes_total=notes_total,
     )
+    # Stored text that no serialiser can write (only a database from before such text was
+    # refused can hold it) fails here, before a claim commits, not in the answer after it.
+    encodable(out)
+    return out

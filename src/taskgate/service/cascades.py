@@ -1,7 +1,17 @@
-"""Moves the system makes on its own: a spec approved, the last blocker done.
+"""Moves the system makes on its own: a spec approved, revised or re-risked; the last blocker done.
 
-Each moved task is its own atomic commit (task + history event), retried on a version race;
-the sweeper reconciles the same conditions, so a crash between commits loses nothing.
+A cascade touches many tasks, one commit each (task + its history event), so a crash can cut it
+short. Each is made safe to interrupt in two ways:
+
+- Intent first. The change that starts a cascade (the spec's commit, the accept that makes a
+  task done) writes a marker item in the same commit. The cascade removes the marker only once
+  every task is settled; the sweeper re-runs every cascade whose marker is still there. Every
+  step is idempotent (it re-reads the task and its spec and only moves what is out of line).
+- Guards where it matters. Claiming a task is conditioned on its spec still being approved (see
+  claims.py), and accepting on the spec's risk as read, so a half-done cascade can never let
+  work be claimed under a draft, or accepted at a risk the spec no longer has.
+
+`reconcile` also scans backlog and blocked tasks, for what an older version left unmarked.
 """
 
 from __future__ import annotations
@@ -9,12 +19,16 @@ from __future__ import annotations
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
-from taskgate.domain.models import OPEN_STATUSES, Risk, SpecStatus, Status, Task
+from taskgate.domain.models import OPEN_STATUSES, Spec, SpecStatus, Status, Task
 from taskgate.service import records
 from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
 from taskgate.service.transitions import move
+from taskgate.store.port import Check, Delete, Item, Op, Put
 
 MAX_BLOCKERS = 20
+
+SPEC_POINT = "cascade.spec"  # checkpoint after each task a spec cascade settled
+DONE_POINT = "cascade.done"  # checkpoint after each task a "blocker done" cascade settled
 
 
 def check_blockers(ctx: Context, project: str, blocked_by: list[str], self_id: str | None) -> None:
@@ -42,25 +56,86 @@ def open_blockers(ctx: Context, task: Task) -> list[str]:
     return [b for b in task.blocked_by if b not in done]
 
 
-def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
-    """Move one task out of backlog/blocked if its conditions now hold. True if it moved."""
+# -- markers: the intent of a cascade, written with the change that starts it --------------------
+
+
+def _mark(ctx: Context, key: tuple[str, str], data: dict[str, str]) -> Put:
+    """The marker write to add to the starting commit (overwriting one a crash left behind)."""
+    current = ctx.store.get(*key)
+    version = current.version if current is not None else None
+    return Put(Item(*key, data, (version or 0) + 1), version)
+
+
+def mark_spec(ctx: Context, spec: Spec) -> Put:
+    return _mark(ctx, records.cascade_key(spec.project, "SPEC", spec.number), {"spec": spec.id})
+
+
+def mark_done(ctx: Context, task: Task) -> Put:
+    return _mark(ctx, records.cascade_key(task.project, "DONE", task.number), {"task": task.id})
+
+
+def _unmark(ctx: Context, marker: Item | None) -> None:
+    """Remove a marker once its cascade is complete. If a newer change re-wrote it meanwhile,
+    the delete fails and the marker stays for that change's own cascade (or the sweeper)."""
+    if marker is None:
+        return
+    try:
+        ctx.commit([Delete(marker.pk, marker.sk, marker.version)])
+    except TaskgateError as exc:
+        if exc.code is not ErrorCode.CONFLICT:
+            raise
+
+
+# -- the spec cascade: every open task of a spec in line with the spec ---------------------------
+
+
+def _spec_guard(spec: Spec) -> Check:
+    return Check(*records.spec_key(spec.project, spec.number), spec.version)
+
+
+def sync_task(ctx: Context, task_id: str) -> bool:
+    """Put one task in line with its spec as the spec is now: back to backlog while the spec is
+    a draft, out of backlog once it is approved, and the spec's risk. One commit, conditioned
+    on the spec as read. True if the task changed."""
 
     def attempt() -> bool:
         task = ctx.task(task_id)
-        if task.status is not from_status:
+        if task.spec_id is None or task.status not in OPEN_STATUSES:
             return False
-        project = ctx.project(task.project)
-        blockers = open_blockers(ctx, task)
-        if from_status is Status.BACKLOG:
-            if task.spec_id is None or ctx.spec(task.project, task.spec_id).status is not SpecStatus.APPROVED:
-                return False
-            action = Action.SPEC_APPROVED_BLOCKED if blockers else Action.SPEC_APPROVED
+        spec = ctx.spec(task.project, task.spec_id)
+        action: Action | None = None
+        if spec.status is SpecStatus.DRAFT and task.status in (Status.READY, Status.BLOCKED):
+            action = Action.SPEC_REVISED
+        elif spec.status is SpecStatus.APPROVED and task.status is Status.BACKLOG:
+            action = Action.SPEC_APPROVED_BLOCKED if open_blockers(ctx, task) else Action.SPEC_APPROVED
+        risk_changed = task.risk is not spec.risk
+        if action is None and not risk_changed:
+            return False
+        now = ctx.clock.now()
+        risk = {"risk": spec.risk} if risk_changed else {}
+        if action is not None:
+            new, ev = move(
+                task,
+                ctx.project(task.project),
+                action,
+                SYSTEM,
+                now,
+                changes=risk,
+                spec=spec.id,
+                risk=spec.risk.value if risk_changed else None,
+            )
         else:
-            if blockers:
-                return False
-            action = Action.BLOCKERS_DONE
-        new, ev = move(task, project, action, SYSTEM, ctx.clock.now())
-        ctx.commit([put_task(task, new), put_event(ev)])
+            new = task.model_copy(update={**risk, "updated_at": now})
+            ev = event(
+                SYSTEM,
+                "risk_changed",
+                project=task.project,
+                at=now,
+                task=task,
+                spec=spec.id,
+                risk=spec.risk.value,
+            )
+        ctx.commit([put_task(task, new), put_event(ev), _spec_guard(spec)])
         return True
 
     try:
@@ -71,63 +146,86 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
         raise
 
 
-def spec_approved(ctx: Context, project: str, sid: str) -> list[str]:
-    candidates = [t.id for t in ctx.tasks_in_status(project, Status.BACKLOG) if t.spec_id == sid]
-    return [tid for tid in candidates if settle(ctx, tid, Status.BACKLOG)]
-
-
-def task_done(ctx: Context, project: str, done_id: str) -> list[str]:
-    candidates = [t.id for t in ctx.tasks_in_status(project, Status.BLOCKED) if done_id in t.blocked_by]
-    return [tid for tid in candidates if settle(ctx, tid, Status.BLOCKED)]
-
-
-def reconcile(ctx: Context, project: str) -> list[str]:
-    """Everything a lost cascade could have left behind in one project (the sweeper calls this)."""
-    moved = [t.id for t in ctx.tasks_in_status(project, Status.BACKLOG) if t.spec_id is not None]
-    moved = [tid for tid in moved if settle(ctx, tid, Status.BACKLOG)]
-    blocked = [t.id for t in ctx.tasks_in_status(project, Status.BLOCKED)]
-    return moved + [tid for tid in blocked if settle(ctx, tid, Status.BLOCKED)]
-
-
-def spec_revised(ctx: Context, project: str, sid: str) -> list[str]:
-    """A spec back in draft takes its unclaimed tasks back to backlog, one commit each."""
+def spec_changed(ctx: Context, project: str, sid: str) -> list[str]:
+    """Run the cascade a spec change started (approve, revise, risk): every open task of the
+    spec in line, then the marker removed. Returns the ids of the tasks that changed."""
+    spec = ctx.spec(project, sid)
+    marker = ctx.store.get(*records.cascade_key(project, "SPEC", spec.number))
     moved = []
-    for status in (Status.READY, Status.BLOCKED):
+    for status in sorted(OPEN_STATUSES):
         for t in [t for t in ctx.tasks_in_status(project, status) if t.spec_id == sid]:
-
-            def attempt(tid: str = t.id, status: Status = status) -> bool:
-                task = ctx.task(tid)
-                if task.status is not status:
-                    return False
-                new, ev = move(
-                    task, ctx.project(project), Action.SPEC_REVISED, SYSTEM, ctx.clock.now(), spec=sid
-                )
-                ctx.commit([put_task(task, new), put_event(ev)])
-                return True
-
-            if ctx.retrying(attempt):
+            if sync_task(ctx, t.id):
                 moved.append(t.id)
+                ctx.checkpoint(SPEC_POINT)
+    _unmark(ctx, marker)
     return moved
 
 
-def spec_risk_changed(ctx: Context, project: str, sid: str, risk: Risk) -> list[str]:
-    """A task's risk is its spec's: follow a change of the spec's risk on every open task."""
-    changed = []
-    for status in OPEN_STATUSES:
-        for t in [t for t in ctx.tasks_in_status(project, status) if t.spec_id == sid and t.risk is not risk]:
+# -- the "blocker done" cascade -----------------------------------------------------------------
 
-            def attempt(tid: str = t.id) -> bool:
-                task = ctx.task(tid)
-                if task.risk is risk:
-                    return False
-                now = ctx.clock.now()
-                new = task.model_copy(update={"risk": risk, "updated_at": now})
-                ev = event(
-                    SYSTEM, "risk_changed", project=project, at=now, task=task, spec=sid, risk=risk.value
-                )
-                ctx.commit([put_task(task, new), put_event(ev)])
-                return True
 
-            if ctx.retrying(attempt):
-                changed.append(t.id)
-    return changed
+def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
+    """Move one task out of backlog/blocked if its conditions now hold. True if it moved."""
+
+    def attempt() -> bool:
+        task = ctx.task(task_id)
+        if task.status is not from_status:
+            return False
+        project = ctx.project(task.project)
+        blockers = open_blockers(ctx, task)
+        guard: list[Op] = []
+        if from_status is Status.BACKLOG:
+            if task.spec_id is None:
+                return False
+            spec = ctx.spec(task.project, task.spec_id)
+            if spec.status is not SpecStatus.APPROVED:
+                return False
+            guard.append(_spec_guard(spec))
+            action = Action.SPEC_APPROVED_BLOCKED if blockers else Action.SPEC_APPROVED
+        else:
+            if blockers:
+                return False
+            action = Action.BLOCKERS_DONE
+        new, ev = move(task, project, action, SYSTEM, ctx.clock.now())
+        ctx.commit([put_task(task, new), put_event(ev), *guard])
+        return True
+
+    try:
+        return ctx.retrying(attempt)
+    except TaskgateError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return False
+        raise
+
+
+def task_done(ctx: Context, project: str, done_id: str) -> list[str]:
+    """Run the cascade an accept started: tasks whose last open blocker this was become ready."""
+    _, number = parse_task_id(done_id)
+    marker = ctx.store.get(*records.cascade_key(project, "DONE", number))
+    moved = []
+    for t in [t for t in ctx.tasks_in_status(project, Status.BLOCKED) if done_id in t.blocked_by]:
+        if settle(ctx, t.id, Status.BLOCKED):
+            moved.append(t.id)
+            ctx.checkpoint(DONE_POINT)
+    _unmark(ctx, marker)
+    return moved
+
+
+# -- the sweeper's repair ------------------------------------------------------------------------
+
+
+def reconcile(ctx: Context, project: str) -> list[str]:
+    """Finish every cascade a crash cut short in one project (the sweeper calls this), then
+    settle what an older version may have left without a marker."""
+    moved: list[str] = []
+    pk = records.project_pk(project)
+    for item in list(ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="CASCADE#", limit=100, cursor=c))):
+        if "spec" in item.data:
+            moved += spec_changed(ctx, project, str(item.data["spec"]))
+        elif "task" in item.data:
+            moved += task_done(ctx, project, str(item.data["task"]))
+    backlog = [t.id for t in ctx.tasks_in_status(project, Status.BACKLOG) if t.spec_id is not None]
+    moved += [tid for tid in backlog if settle(ctx, tid, Status.BACKLOG)]
+    blocked = [t.id for t in ctx.tasks_in_status(project, Status.BLOCKED)]
+    moved += [tid for tid in blocked if settle(ctx, tid, Status.BLOCKED)]
+    return list(dict.fromkeys(moved))

@@ -11,14 +11,14 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from taskgate import telemetry
 from taskgate.auth import secrets
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
-from taskgate.domain.lifecycle import Action
+from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
@@ -28,6 +28,7 @@ from taskgate.domain.models import (
     Phase,
     Project,
     SelfReport,
+    SpecStatus,
     Status,
     Submission,
     Task,
@@ -38,7 +39,8 @@ from taskgate.domain.specs import criteria_of
 from taskgate.service import cascades, records
 from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
 from taskgate.service.transitions import move
-from taskgate.store.port import Item
+from taskgate.store.port import Check, Item
+from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import LEASE_SHARDS, IndexName
 from taskgate.telemetry import Metric
 
@@ -80,6 +82,22 @@ def settle_expiry(ctx: Context, task: Task) -> Task:
     return task
 
 
+def settle_project(ctx: Context, project: str) -> list[str]:
+    """Settle the lapsed leases of one project: one query of its claimed queue (ordered by
+    expiry), usually empty. Every read of a project's tasks runs this first, so no list shows a
+    lapsed claim as claimed, sweep or not. Returns the task ids that were settled."""
+    pk = records.queue_pk(project, Status.CLAIMED)
+    bound = records.claimed_lapsed_before(ctx.clock.now())
+    out = []
+    for item in list(
+        ctx.all_pages(lambda c: ctx.store.query_index(IndexName.QUEUE, pk, sk_lt=bound, limit=100, cursor=c))
+    ):
+        task = records.load(Task, item)
+        if settle_expiry(ctx, ctx.task(task.id)).status is not Status.CLAIMED:
+            out.append(task.id)
+    return out
+
+
 def settle_lapsed(ctx: Context) -> list[str]:
     """Settle every lease that has run out (all shards of the lease index). Returns the task ids."""
     now = iso(ctx.clock.now())
@@ -100,7 +118,11 @@ def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
 class Claimed:
     task: Task
     token: str
-    project: Project | None = None  # as read for this claim; lets the caller build the brief
+    project: Project | None = None  # as read for this claim
+    brief: dict[str, Any] | None = None  # built before the claim committed (see claim's brief_of)
+
+
+BriefOf = Callable[[Task, Project], dict[str, Any]]
 
 
 def _lease(project_lease: int, lease_minutes: int | None) -> int:
@@ -110,12 +132,36 @@ def _lease(project_lease: int, lease_minutes: int | None) -> int:
     return minutes
 
 
+def _spec_still_approved(ctx: Context, task: Task) -> list[StoreOp]:
+    """The claim's guard on the task's spec: it must be approved, and still be when the claim
+    commits. A ready task under a draft spec is what a cascade cut short leaves behind: put it
+    back in line (backlog) here, where it was found, and refuse."""
+    if task.spec_id is None:
+        return []
+    spec = ctx.spec(task.project, task.spec_id)
+    if spec.status is not SpecStatus.APPROVED:
+        cascades.sync_task(ctx, task.id)
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"{task.id} belongs to {spec.id}, which is a draft again; it waits in backlog until approved",
+            current_status=ctx.task(task.id).status.value,
+        )
+    return [Check(*records.spec_key(spec.project, spec.number), spec.version)]
+
+
 def _claim_one(
-    ctx: Context, who: Acting, task: Task, lease_minutes: int | None, project: Project | None = None
+    ctx: Context,
+    who: Acting,
+    task: Task,
+    lease_minutes: int | None,
+    project: Project | None = None,
+    brief_of: BriefOf | None = None,
 ) -> Claimed:
     task = settle_expiry(ctx, task)
     project = project or ctx.project(task.project)
     minutes = _lease(project.lease_minutes, lease_minutes)
+    find_move(task.status, Action.CLAIM)  # a task that is not ready is refused before any work
+    guard = _spec_still_approved(ctx, task)
     now = ctx.clock.now()
     token = secrets.mint(secrets.CLAIM_PREFIX)
     number = len(task.attempts) + 1
@@ -139,29 +185,40 @@ def _claim_one(
         attempt=number,
         lease_minutes=minutes,
     )
+    claimed = new.model_copy(update={"version": task.version + 1})
+    # The answer is built before the claim commits: if it cannot be (a failing read, text that
+    # cannot be serialised), nothing is claimed, and no attempt burns on a lease nobody holds.
+    brief = brief_of(claimed, project) if brief_of is not None else None
     try:
-        ctx.commit([put_task(task, new), put_event(ev)])
+        ctx.commit([put_task(task, new), put_event(ev), *guard])
     except TaskgateError as exc:
         # A write whose response was lost and retried reports a conflict with itself: if the
         # stored claim is ours, the claim landed.
         if exc.code is ErrorCode.CONFLICT:
             stored = ctx.task(task.id)
             if stored.claim is not None and stored.claim.token_hash == claim.token_hash:
-                return Claimed(stored, token)
+                return Claimed(stored, token, project, brief)
         raise
-    return Claimed(new.model_copy(update={"version": task.version + 1}), token, project)
+    return Claimed(claimed, token, project, brief)
 
 
 def claim(
-    ctx: Context, who: Acting, project: str, *, task_id: str | None = None, lease_minutes: int | None = None
+    ctx: Context,
+    who: Acting,
+    project: str,
+    *,
+    task_id: str | None = None,
+    lease_minutes: int | None = None,
+    brief_of: BriefOf | None = None,
 ) -> Claimed:
-    """Claim a given task, or the best ready one. Among concurrent callers exactly one wins a task."""
+    """Claim a given task, or the best ready one. Among concurrent callers exactly one wins a task.
+    brief_of(task, project) builds the answer's brief before the claim commits."""
     authorize(Op.CLAIM, who, project=project)
     if task_id is not None:
         if parse_task_id(task_id)[0] != project:
             raise invalid(f"{task_id} is not a task of project {project}")
         try:
-            return _claim_one(ctx, who, ctx.task(task_id), lease_minutes)
+            return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, brief_of=brief_of)
         except TaskgateError as exc:
             if exc.code is ErrorCode.CONFLICT:
                 # Someone else's write landed first; say what the task is now.
@@ -178,15 +235,16 @@ def claim(
         page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
         if not page.items and not settled:
             # Before saying "nothing ready", return lapsed leases to the queue: expiry is enforced
-            # on access, not only by the sweeper.
+            # on access, not only by the sweeper. (Not on every claim: a claim is the hot path,
+            # and get_next_tasks, which agents call first, settles them anyway.)
             settled = True
-            if settle_lapsed(ctx):
+            if settle_project(ctx, project):
                 continue
         if not page.items:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         candidate = records.load(Task, random.choice(page.items))
         try:
-            return _claim_one(ctx, who, candidate, lease_minutes, proj)
+            return _claim_one(ctx, who, candidate, lease_minutes, proj, brief_of)
         except TaskgateError as exc:
             # A lost race (conflict) or a stale index entry (wrong state): try another, from a
             # wider window, so many racing agents spread out instead of colliding again.
@@ -213,9 +271,16 @@ def _held(ctx: Context, who: Acting, task_id: str, token: str) -> Task:
     return task
 
 
-def _commit_move(ctx: Context, old: Task, new: Task, ev: HistoryEvent) -> Task:
-    ctx.commit([put_task(old, new), put_event(ev)])
+def _holder_commit(ctx: Context, old: Task, new: Task, *rest: StoreOp) -> Task:
+    """A claim holder's write: it lands only if the version is the one read and the lease still
+    runs at the moment of the commit (the store checks both in the one conditional write)."""
+    ctx.checkpoint("holder.commit")
+    ctx.commit([put_task(old, new, alive_at=iso(ctx.clock.now())), *rest])
     return new.model_copy(update={"version": old.version + 1})
+
+
+def _commit_move(ctx: Context, old: Task, new: Task, ev: HistoryEvent) -> Task:
+    return _holder_commit(ctx, old, new, put_event(ev))
 
 
 def _holder_call(fn: Callable[Concatenate[Context, P], T]) -> Callable[Concatenate[Context, P], T]:
@@ -257,8 +322,7 @@ def heartbeat(
             who, "heartbeat", project=task.project, at=now, task=task, phase=claim_.phase.value, note=note
         )
         return _commit_move(ctx, task, new, ev)
-    ctx.commit([put_task(task, new)])
-    return new.model_copy(update={"version": task.version + 1})
+    return _holder_commit(ctx, task, new)
 
 
 @_holder_call

@@ -15,7 +15,7 @@ from taskgate.domain.ids import parse_spec_id
 from taskgate.domain.models import HistoryEvent, Project, Spec, Status, Task
 from taskgate.domain.principals import Acting
 from taskgate.service import records
-from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge
+from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge, Unencodable
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
@@ -24,10 +24,18 @@ T = TypeVar("T")
 SYSTEM = "system:taskgate"
 
 
+def _no_fault(point: str) -> None:
+    return None
+
+
 @dataclass
 class Context:
     store: Store
     clock: Clock = field(default_factory=SystemClock)
+    # Called at named points inside long operations (each step of a cascade, a holder's write
+    # just before it commits). A no-op in normal use; tests and TASKGATE_FAULT (runtime.py)
+    # use it to stop the process or move the clock at an exact point.
+    checkpoint: Callable[[str], None] = _no_fault
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -43,6 +51,10 @@ class Context:
         except TooLarge as exc:
             raise TaskgateError(
                 ErrorCode.VALIDATION, "this would make the record too large; send shorter text"
+            ) from exc
+        except Unencodable as exc:
+            raise TaskgateError(
+                ErrorCode.VALIDATION, "text must be valid Unicode (it holds a lone UTF-16 surrogate)"
             ) from exc
 
     def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
@@ -127,15 +139,16 @@ def event(
     )
 
 
-def put_task(old: Task | None, new: Task) -> Put:
-    """The conditional write of a task. Ended attempts are forward-only: never rewritten."""
+def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put:
+    """The conditional write of a task. Ended attempts are forward-only: never rewritten.
+    alive_at: the write lands only if the stored claim's lease runs past that time."""
     if old is not None:
         for before, after in zip(old.attempts, new.attempts, strict=False):
             if before.ended_at is not None and before != after:
                 raise AssertionError(f"attempt {before.number} of {old.id} ended and may not change")
         if len(new.attempts) < len(old.attempts):
             raise AssertionError(f"attempts of {old.id} may not be removed")
-    return Put(records.task_item(new), None if old is None else old.version)
+    return Put(records.task_item(new), None if old is None else old.version, alive_at)
 
 
 def put_event(e: HistoryEvent) -> Put:

@@ -5,10 +5,13 @@ P#<project>   COUNTER              next numbers for tasks, specs, decisions
 P#<project>   SPEC#<n:08>          spec
 P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>; LEASE index while claimed)
 P#<project>   DEC#<n:08>           decision
+P#<project>   CASCADE#<kind>#<n:08> a cascade not yet finished (SPEC: spec n changed; DONE: task n done)
+P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
 PROJECTS      <project>            directory entry, for listing projects
 PH#<project>  <time>#<rand>        project history
 T#<task id>   H#<time>#<rand>      task history
 T#<task id>   N#<time>#<rand>      note
+T#<task id>   NOTES                how many notes the task has (for the cap)
 T#<task id>   R#<time>#<run id>    verification run
 T#<task id>   D#<attempt>#<version> verifier dispatch (cloud: one Fargate task per submission)
 KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
@@ -74,6 +77,18 @@ def decision_key(project: str, number: int) -> tuple[str, str]:
     return (project_pk(project), f"DEC#{number:08d}")
 
 
+def cascade_key(project: str, kind: str, number: int) -> tuple[str, str]:
+    return (project_pk(project), f"CASCADE#{kind}#{number:08d}")
+
+
+def request_key(project: str, actor: str, request_id: str) -> tuple[str, str]:
+    return (project_pk(project), f"REQ#{actor}#{request_id}")
+
+
+def notes_counter_key(task_id: str) -> tuple[str, str]:
+    return (task_pk(task_id), "NOTES")
+
+
 def task_pk(task_id: str) -> str:
     return f"T#{task_id}"
 
@@ -135,14 +150,22 @@ def spec_item(s: Spec) -> Item:
     return Item(pk, sk, _body(s), _next(s.version))
 
 
+def claimed_lapsed_before(now: datetime) -> str:
+    """The QUEUE sort key bound below which a project's claimed tasks have lapsed at `now`:
+    their keys are "<expiry>#<number>", and expiry <= now is lapsed ('#' sorts before '$')."""
+    return f"{iso(now)}$"
+
+
 def task_item(t: Task) -> Item:
     pk, sk = task_key(t.id)
-    indexes: dict[IndexName, tuple[str, str]] = {
-        IndexName.QUEUE: (queue_pk(t.project, t.status), f"{PRIORITY_MAX - t.priority:04d}#{t.number:08d}"),
-    }
-    if t.status is Status.CLAIMED and t.claim is not None:
-        indexes[IndexName.LEASE] = (lease_pk(lease_shard(t.id)), f"{iso(t.claim.expires_at)}#{t.id}")
-    return Item(pk, sk, _body(t), _next(t.version), indexes)
+    expires = iso(t.claim.expires_at) if t.status is Status.CLAIMED and t.claim is not None else None
+    # Queues are ordered by priority, then age; a project's claimed tasks by lease expiry instead,
+    # so every read can find the lapsed ones with one query (claimed_lapsed_before).
+    order = f"{expires}#{t.number:08d}" if expires else f"{PRIORITY_MAX - t.priority:04d}#{t.number:08d}"
+    indexes: dict[IndexName, tuple[str, str]] = {IndexName.QUEUE: (queue_pk(t.project, t.status), order)}
+    if expires:
+        indexes[IndexName.LEASE] = (lease_pk(lease_shard(t.id)), f"{expires}#{t.id}")
+    return Item(pk, sk, _body(t), _next(t.version), indexes, expires)
 
 
 def decision_item(d: Decision) -> Item:

@@ -25,8 +25,8 @@ from taskgate.service import cascades, records
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import move
+from taskgate.store.port import Check, Put
 from taskgate.store.port import Op as StoreOp
-from taskgate.store.port import Put
 
 MAX_BATCH = 50
 
@@ -61,27 +61,42 @@ def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
     return [Put(records.run_item(done), run.version)]
 
 
-def risk_of(ctx: Context, task: Task) -> Risk:
-    """A task's risk is its spec's, as the spec is now (a draft's risk can still change)."""
-    return ctx.spec(task.project, task.spec_id).risk if task.spec_id else task.risk
-
-
 def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> Task:
     project_name, _ = parse_task_id(task_id)
-    task = settle_expiry(ctx, ctx.task(task_id))
-    risk = risk_of(ctx, task)
-    authorize(Op.ACCEPT, who, project=project_name, risk=risk)
-    if batch and risk is not Risk.LOW:
-        raise TaskgateError(
-            ErrorCode.FORBIDDEN, f"{task_id} is {risk.value} risk: accept it on its own, not in a batch"
+
+    def attempt() -> Task:
+        task = settle_expiry(ctx, ctx.task(task_id))
+        spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+        risk = spec.risk if spec is not None else task.risk  # a task's risk is its spec's, as it is now
+        authorize(Op.ACCEPT, who, project=project_name, risk=risk)
+        if batch and risk is not Risk.LOW:
+            raise TaskgateError(
+                ErrorCode.FORBIDDEN, f"{task_id} is {risk.value} risk: accept it on its own, not in a batch"
+            )
+        refuse_own_work(who, task)
+        project = ctx.project(project_name)
+        now = ctx.clock.now()
+        new, ev = move(
+            task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None
         )
-    refuse_own_work(who, task)
-    project = ctx.project(project_name)
-    now = ctx.clock.now()
-    new, ev = move(task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None)
-    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+        # Decided on the spec's risk as read: the commit holds only if the spec is still so.
+        guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
+        ctx.commit(
+            [
+                put_task(task, new),
+                put_event(ev),
+                *_supersede_run(ctx, task),
+                *guard,
+                cascades.mark_done(ctx, new),
+            ]
+        )
+        return new.model_copy(update={"version": task.version + 1})
+
+    # Retried when another write (an agent's, a verifier's) landed in between: the human's
+    # decision is re-made on what is there now, never answered with E_CONFLICT.
+    done = ctx.retrying(attempt)
     cascades.task_done(ctx, project_name, task_id)
-    return new.model_copy(update={"version": task.version + 1})
+    return done
 
 
 @dataclass
@@ -118,6 +133,11 @@ def reopen(ctx: Context, who: Acting, task_id: str, *, findings: list[str]) -> T
     findings = lines(findings, "findings")
     if not findings:
         raise invalid("reopen needs findings: what the next attempt must fix")
+    return ctx.retrying(lambda: _reopen(ctx, who, task_id, findings))
+
+
+def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Task:
+    project_name, _ = parse_task_id(task_id)
     task = settle_expiry(ctx, ctx.task(task_id))
     if who.is_delegated:
         refuse_own_work(who, task)
@@ -148,6 +168,11 @@ def reopen(ctx: Context, who: Acting, task_id: str, *, findings: list[str]) -> T
 def cancel(ctx: Context, who: Acting, task_id: str, *, reason: str = "") -> Task:
     project_name, _ = parse_task_id(task_id)
     authorize(Op.CANCEL, who, project=project_name)
+    return ctx.retrying(lambda: _cancel(ctx, who, task_id, reason))
+
+
+def _cancel(ctx: Context, who: Acting, task_id: str, reason: str) -> Task:
+    project_name, _ = parse_task_id(task_id)
     task = settle_expiry(ctx, ctx.task(task_id))
     if who.is_delegated:
         refuse_own_work(who, task)
@@ -189,6 +214,23 @@ def resolve(
         return cancel(ctx, who, task_id, reason=note)
     project_name, _ = parse_task_id(task_id)
     authorize(Op.RESOLVE, who, project=project_name)
+    task = ctx.retrying(lambda: _resolve(ctx, who, task_id, resolution, blocked_by, note))
+    if resolution is Resolution.BLOCK:
+        cascades.settle(ctx, task_id, Status.BLOCKED)  # its blockers may all be done already
+    if resolution is Resolution.REVISE_SPEC and task.spec_id is not None:
+        cascades.spec_changed(ctx, project_name, task.spec_id)
+    return task
+
+
+def _resolve(
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    resolution: Resolution,
+    blocked_by: list[str] | None,
+    note: str,
+) -> Task:
+    project_name, _ = parse_task_id(task_id)
     task = ctx.task(task_id)
     if who.is_delegated:
         refuse_own_work(who, task)
@@ -237,6 +279,7 @@ def resolve(
                     )
                 )
             )
+            extra.append(cascades.mark_spec(ctx, draft))
     now = ctx.clock.now()
     new, ev = move(
         task,
@@ -249,8 +292,4 @@ def resolve(
         note=note or None,
     )
     ctx.commit([put_task(task, new), put_event(ev), *extra])
-    if resolution is Resolution.BLOCK:
-        cascades.settle(ctx, task_id, Status.BLOCKED)  # its blockers may all be done already
-    if resolution is Resolution.REVISE_SPEC and task.spec_id is not None:
-        cascades.spec_revised(ctx, project_name, task.spec_id)
     return new.model_copy(update={"version": task.version + 1})

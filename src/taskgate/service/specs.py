@@ -6,11 +6,11 @@ from typing import Any
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import spec_id
-from taskgate.domain.models import OPEN_STATUSES, CriterionInput, Risk, Spec, SpecStatus
+from taskgate.domain.models import OPEN_STATUSES, RISK_ORDER, CriterionInput, Risk, Spec, SpecStatus
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, PrincipalKind
 from taskgate.domain.specs import number_criteria
-from taskgate.service import cascades, counters, records
+from taskgate.service import cascades, counters, records, requests
 from taskgate.service.context import Context, event, put_event, text
 from taskgate.store.port import Page, Put
 
@@ -24,15 +24,29 @@ def create(
     body: str = "",
     risk: Risk = Risk.LOW,
     criteria: list[CriterionInput],
+    request_id: str | None = None,
 ) -> Spec:
+    """Create a draft spec. With request_id, a retry answers with the spec the first call created."""
     authorize(Op.CREATE_SPEC, who, project=project)
     if not title.strip():
         raise invalid("title must not be empty")
     if not criteria:
         raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a spec needs at least one acceptance criterion")
+    request = requests.begin(
+        who,
+        project,
+        request_id,
+        "spec",
+        title=title,
+        body=body,
+        risk=risk,
+        criteria=[c.model_dump(mode="json") for c in criteria],
+    )
     ctx.project(project)
 
     def attempt() -> Spec:
+        if request is not None and (first := request.replay(ctx)) is not None:
+            return ctx.spec(project, str(first["id"]))
         counter, number = counters.next_number(ctx, project, "spec")
         now = ctx.clock.now()
         spec = Spec(
@@ -52,6 +66,7 @@ def create(
                 counter,
                 Put(records.spec_item(spec)),
                 put_event(event(who, "spec_created", project=project, at=now, spec=spec.id, risk=risk.value)),
+                *([request.record(spec.id)] if request is not None else []),
             ]
         )
         return spec.model_copy(update={"version": 1})
@@ -92,19 +107,25 @@ def update(
             f"{sid} is approved; a human revises it first",
             current_status=old.status.value,
         )
+    if risk is not None and RISK_ORDER[risk] < RISK_ORDER[old.risk]:
+        # Risk decides who must approve and accept: lowering it is a human's call, on the board,
+        # or an agent could lower a spec and have an architect approve what no human saw.
+        authorize(Op.LOWER_RISK, who, project=project)
     changes = {
         **_content(ctx, old, title=title, body=body, risk=risk, criteria=criteria),
         "updated_at": ctx.clock.now(),
     }
     new = old.model_copy(update=changes)
+    re_risked = "risk" in changes and changes["risk"] is not old.risk
     ctx.commit(
         [
             Put(records.spec_item(new), old.version),
             put_event(event(who, "spec_updated", project=project, at=changes["updated_at"], spec=sid)),
+            *([cascades.mark_spec(ctx, new)] if re_risked else []),
         ]
     )
-    if "risk" in changes and changes["risk"] is not old.risk:
-        cascades.spec_risk_changed(ctx, project, sid, changes["risk"])
+    if re_risked:
+        cascades.spec_changed(ctx, project, sid)
     return new.model_copy(update={"version": old.version + 1})
 
 
@@ -164,9 +185,10 @@ def approve(ctx: Context, who: Acting, project: str, sid: str) -> tuple[Spec, li
         [
             Put(records.spec_item(new), old.version),
             put_event(event(who, "spec_approved", project=project, at=now, spec=sid, risk=old.risk.value)),
+            cascades.mark_spec(ctx, new),
         ]
     )
-    moved = cascades.spec_approved(ctx, project, sid)
+    moved = cascades.spec_changed(ctx, project, sid)
     return new.model_copy(update={"version": old.version + 1}), moved
 
 
@@ -184,6 +206,8 @@ def revise(
     """A human sends an approved spec back to draft (a new revision), optionally with new content."""
     authorize(Op.REVISE_SPEC, who, project=project)
     old = ctx.spec(project, sid)
+    if risk is not None and RISK_ORDER[risk] < RISK_ORDER[old.risk]:
+        authorize(Op.LOWER_RISK, who, project=project)
     now = ctx.clock.now()
     changes: dict[str, Any] = {
         "status": SpecStatus.DRAFT,
@@ -199,9 +223,8 @@ def revise(
         [
             Put(records.spec_item(new), old.version),
             put_event(event(who, "spec_revised", project=project, at=now, spec=sid, revision=new.revision)),
+            cascades.mark_spec(ctx, new),
         ]
     )
-    cascades.spec_revised(ctx, project, sid)
-    if "risk" in changes and changes["risk"] is not old.risk:
-        cascades.spec_risk_changed(ctx, project, sid, changes["risk"])
+    cascades.spec_changed(ctx, project, sid)
     return new.model_copy(update={"version": old.version + 1})

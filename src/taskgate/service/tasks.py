@@ -23,13 +23,13 @@ from taskgate.domain.models import (
     VerificationRun,
 )
 from taskgate.domain.permissions import Op, authorize
-from taskgate.domain.principals import Acting
+from taskgate.domain.principals import Acting, actor_id
 from taskgate.domain.specs import criteria_of, duplicate_warnings, numbered
-from taskgate.service import cascades, counters, records
-from taskgate.service.claims import settle_expiry, settle_lapsed
+from taskgate.service import cascades, counters, records, requests
+from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
-from taskgate.store.port import Check, Put
+from taskgate.store.port import Check, Item, Put
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
 
@@ -93,7 +93,9 @@ def create(
     risk: Risk | None = None,
     verification_commands: list[str] | None = None,
     max_attempts: int | None = None,
+    request_id: str | None = None,
 ) -> Written:
+    """Create a task. With request_id, a retry answers with the task the first call created."""
     authorize(Op.CREATE_TASK, who, project=project)
     if not title.strip():
         raise invalid("title must not be empty")
@@ -102,7 +104,25 @@ def create(
         raise invalid("max_attempts must be between 1 and 20")
     spec_criteria = spec_criteria or []
     blocked_by = blocked_by or []
+    request = requests.begin(
+        who,
+        project,
+        request_id,
+        "task",
+        title=title,
+        description=description,
+        spec_id=spec_id,
+        spec_criteria=spec_criteria,
+        criteria=[c.model_dump(mode="json") for c in criteria or []],
+        blocked_by=blocked_by,
+        priority=priority,
+        risk=risk,
+        verification_commands=verification_commands,
+        max_attempts=max_attempts,
+    )
     ctx.project(project)
+    if request is not None and (first := _replayed(ctx, request)) is not None:
+        return first
     spec = _resolve_spec(ctx, project, spec_id, spec_criteria)
     if spec is None and not criteria:
         raise TaskgateError(
@@ -113,6 +133,8 @@ def create(
     cascades.check_blockers(ctx, project, blocked_by, None)
 
     def attempt() -> Written:
+        if request is not None and (first := _replayed(ctx, request)) is not None:
+            return first  # a racing retry of the same request created it meanwhile
         counter, number = counters.next_number(ctx, project, "task")
         tid = task_id(project, number)
         now = ctx.clock.now()
@@ -155,10 +177,18 @@ def create(
         ev = event(
             who, action.value, project=project, at=now, task=task, to_status=target, warnings=warnings or None
         )
-        ctx.commit([counter, put_task(None, task), put_event(ev), *guards])
+        marker = [request.record(tid, warnings=warnings)] if request is not None else []
+        ctx.commit([counter, put_task(None, task), put_event(ev), *guards, *marker])
         return Written(task.model_copy(update={"version": 1}), warnings)
 
     return ctx.retrying(attempt)
+
+
+def _replayed(ctx: Context, request: requests.Request) -> Written | None:
+    first = request.replay(ctx)
+    if first is None:
+        return None
+    return Written(ctx.task(str(first["id"])), [str(w) for w in first.get("warnings", [])])
 
 
 UPDATABLE_STATUSES = frozenset({Status.BACKLOG, Status.READY, Status.BLOCKED, Status.NEEDS_HUMAN})
@@ -235,9 +265,12 @@ def get(ctx: Context, who: Acting, tid: str) -> Task:
 
 R = TypeVar("R", HistoryEvent, Note, VerificationRun)
 
+MAX_NOTES = 100  # per task: a note is for the next agent, not a log (heartbeat notes go to history)
+BRIEF_NOTES = 20  # the newest notes a brief considers; it may keep fewer to stay in budget
+
 
 def _task_records(ctx: Context, who: Acting, tid: str, prefix: str, model: type[R]) -> list[R]:
-    """The records kept in a task's own partition under one prefix, oldest first."""
+    """Every record kept in a task's own partition under one prefix, oldest first."""
     project, _ = parse_task_id(tid)
     authorize(Op.READ, who, project=project)
     pk = records.task_pk(tid)
@@ -245,12 +278,51 @@ def _task_records(ctx: Context, who: Acting, tid: str, prefix: str, model: type[
     return [records.load(model, i) for i in items]
 
 
+def _task_page(
+    ctx: Context,
+    who: Acting,
+    tid: str,
+    prefix: str,
+    model: type[R],
+    *,
+    limit: int,
+    cursor: str | None,
+    newest_first: bool = False,
+) -> tuple[list[R], str | None]:
+    project, _ = parse_task_id(tid)
+    authorize(Op.READ, who, project=project)
+    if not 1 <= limit <= 200:
+        raise invalid("limit must be between 1 and 200")
+    page = ctx.store.query(
+        records.task_pk(tid), sk_prefix=prefix, limit=limit, cursor=cursor, descending=newest_first
+    )
+    return [records.load(model, i) for i in page.items], page.cursor
+
+
 def history(ctx: Context, who: Acting, tid: str) -> list[HistoryEvent]:
     return _task_records(ctx, who, tid, "H#", HistoryEvent)
 
 
-def notes(ctx: Context, who: Acting, tid: str) -> list[Note]:
-    return _task_records(ctx, who, tid, "N#", Note)
+def history_page(
+    ctx: Context, who: Acting, tid: str, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[HistoryEvent], str | None]:
+    """A task's history one page at a time, oldest first."""
+    return _task_page(ctx, who, tid, "H#", HistoryEvent, limit=limit, cursor=cursor)
+
+
+def notes_page(
+    ctx: Context, who: Acting, tid: str, *, limit: int = 50, cursor: str | None = None
+) -> tuple[list[Note], str | None]:
+    """A task's notes one page at a time, oldest first."""
+    return _task_page(ctx, who, tid, "N#", Note, limit=limit, cursor=cursor)
+
+
+def latest_notes(ctx: Context, who: Acting, tid: str, limit: int = BRIEF_NOTES) -> tuple[list[Note], int]:
+    """The newest `limit` notes, oldest first, and how many the task has in all."""
+    newest, _ = _task_page(ctx, who, tid, "N#", Note, limit=limit, cursor=None, newest_first=True)
+    counter = ctx.store.get(*records.notes_counter_key(tid))
+    total = int(counter.data["count"]) if counter is not None else len(newest)
+    return newest[::-1], max(total, len(newest))
 
 
 def runs(ctx: Context, who: Acting, tid: str) -> list[VerificationRun]:
@@ -264,13 +336,22 @@ def list_tasks(
     *,
     status: Status | None = None,
     spec_id: str | None = None,
+    claimed_by: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
 ) -> tuple[list[Task], str | None]:
-    """Tasks of a project: by status in queue order (priority, then age), else by number.
-    A spec filter applies to the page read, so a page may hold fewer than `limit` tasks."""
+    """Tasks of a project: by status in queue order (priority, then age; claimed ones by lease
+    expiry), else by number. Lapsed leases are settled first, so every status shown is current.
+    A spec or claimer filter applies to the page read, so a page may hold fewer than `limit`
+    tasks; claimed_by ('agent:<name>' or '<name>') implies status claimed."""
     authorize(Op.READ, who, project=project)
     ctx.project(project)
+    holder = actor_id(claimed_by) if claimed_by is not None else None
+    if holder is not None:
+        if status not in (None, Status.CLAIMED):
+            raise invalid("claimed_by lists claimed tasks; omit status or pass 'claimed'")
+        status = Status.CLAIMED
+    settle_project(ctx, project)
     if status is not None:
         page = ctx.store.query_index(
             IndexName.QUEUE, records.queue_pk(project, status), limit=limit, cursor=cursor
@@ -280,6 +361,8 @@ def list_tasks(
     tasks = [records.load(Task, i) for i in page.items]
     if spec_id is not None:
         tasks = [t for t in tasks if t.spec_id == spec_id]
+    if holder is not None:
+        tasks = [t for t in tasks if t.claim is not None and t.claim.actor == holder]
     return tasks, page.cursor
 
 
@@ -288,13 +371,12 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
     authorize(Op.READ, who, project=project)
     if not 1 <= limit <= 50:
         raise invalid("limit must be between 1 and 50")
-    tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)
-    if len(tasks) < limit and settle_lapsed(ctx):  # lapsed leases count as ready, sweep or not
-        tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)
+    tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)  # lapsed leases settled
     return tasks
 
 
 def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
+    """Attach a note; a task holds at most MAX_NOTES (a counter item moves with each note)."""
     project, _ = parse_task_id(tid)
     authorize(Op.ADD_NOTE, who, project=project)
     if not body.strip():
@@ -302,7 +384,31 @@ def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
     if len(body) > 20_000:
         raise invalid("a note holds at most 20000 characters")
     ctx.task(tid)
-    now = ctx.clock.now()
-    note = Note(id=records.stamp(now), task_id=tid, project=project, author=who.actor, body=body, at=now)
-    ctx.commit([Put(records.note_item(note))])
-    return note
+
+    def attempt() -> Note:
+        key = records.notes_counter_key(tid)
+        counter = ctx.store.get(*key)
+        if counter is not None:
+            count = int(counter.data["count"])
+        else:  # a task from before the counter: count its notes once
+            pk = records.task_pk(tid)
+            count = sum(
+                1 for _ in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="N#", limit=200, cursor=c))
+            )
+        if count >= MAX_NOTES:
+            raise invalid(
+                f"{tid} already has {MAX_NOTES} notes, the most a task holds; put lasting knowledge "
+                "in the task description or log_decision"
+            )
+        now = ctx.clock.now()
+        note = Note(id=records.stamp(now), task_id=tid, project=project, author=who.actor, body=body, at=now)
+        version = counter.version if counter is not None else None
+        ctx.commit(
+            [
+                Put(Item(*key, {"count": count + 1}, (version or 0) + 1), version),
+                Put(records.note_item(note)),
+            ]
+        )
+        return note
+
+    return ctx.retrying(attempt)

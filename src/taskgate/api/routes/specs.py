@@ -38,6 +38,7 @@ def create_spec(project: str, body: SpecCreate) -> Spec:
         body=body.body,
         risk=body.risk,
         criteria=body.criteria,
+        request_id=body.request_id,
     )
 
 

@@ -33,11 +33,19 @@ def list_tasks(
     project: str,
     status: Annotated[Status | None, Query()] = None,
     spec_id: Annotated[str | None, Query()] = None,
+    claimed_by: Annotated[str | None, Query(description="'agent:<name>' or '<name>'")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query()] = None,
 ) -> TaskPage:
     items, next_cursor = tasks.list_tasks(
-        runtime.context(), caller(), project, status=status, spec_id=spec_id, limit=limit, cursor=cursor
+        runtime.context(),
+        caller(),
+        project,
+        status=status,
+        spec_id=spec_id,
+        claimed_by=claimed_by,
+        limit=limit,
+        cursor=cursor,
     )
     return TaskPage(items=[TaskOut.of(t) for t in items], cursor=next_cursor)
 
@@ -58,19 +66,35 @@ def create_task(project: str, body: TaskCreate) -> TaskWritten:
         risk=body.risk,
         verification_commands=body.verification_commands,
         max_attempts=body.max_attempts,
+        request_id=body.request_id,
     )
     return TaskWritten(task=TaskOut.of(written.task), warnings=written.warnings)
 
 
-@route("GET", "/api/tasks/<task_id>", H, summary="A task with its history, runs and notes", tags=TAGS)
-def get_task(task_id: str) -> TaskDetail:
+@route(
+    "GET",
+    "/api/tasks/<task_id>",
+    H,
+    summary="A task with its runs, and a page of its history and notes (oldest first)",
+    tags=TAGS,
+)
+def get_task(
+    task_id: str,
+    limit: Annotated[int, Query(ge=1, le=200, description="History events and notes per page")] = 50,
+    history_cursor: Annotated[str | None, Query()] = None,
+    notes_cursor: Annotated[str | None, Query()] = None,
+) -> TaskDetail:
     ctx, who = runtime.context(), caller()
     task = tasks.get(ctx, who, task_id)
+    history, next_history = tasks.history_page(ctx, who, task_id, limit=limit, cursor=history_cursor)
+    notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
     return TaskDetail(
         task=TaskOut.of(task),
-        history=tasks.history(ctx, who, task_id),
+        history=history,
+        history_cursor=next_history,
         runs=tasks.runs(ctx, who, task_id),
-        notes=tasks.notes(ctx, who, task_id),
+        notes=notes,
+        notes_cursor=next_notes,
     )
 
 

@@ -1,0 +1,212 @@
+"""The brief fits ~2,000 tokens whatever the input, never cuts an identifier, and is built in
+one linear pass (issue 8, defects 2 and 5)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from taskgate.domain import brief as briefs
+from taskgate.domain.models import (
+    Attempt,
+    AttemptEnding,
+    Criterion,
+    CriterionKind,
+    ExecutionDefaults,
+    Note,
+    Project,
+    Spec,
+)
+from taskgate.domain.verifier_config import VerifierConfig
+from tests.unit.test_brief_and_search import PROJECT, T0, _build, _decision, _task
+
+BUDGET = briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
+
+
+def size(b: dict[str, Any]) -> int:
+    return len(json.dumps(b, separators=(",", ":"), default=str))
+
+
+def _spec(criteria: list[Criterion], body: str = "the spec") -> Spec:
+    return Spec(
+        id="SPEC-1",
+        project="p",
+        number=1,
+        title="A spec",
+        body=body,
+        criteria=criteria,
+        created_by="human:a",
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def _notes(n: int, body: str = "a note worth reading " * 5) -> list[Note]:
+    return [
+        Note(id=f"n{i}", task_id="p-1", project="p", author="agent:a", body=body, at=T0) for i in range(n)
+    ]
+
+
+def test_a_brief_is_measured_once_and_cut_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 2: cutting re-measured the whole brief after every dropped item (quadratic: 17 s
+    for 800 notes). Now the whole brief is measured a constant number of times."""
+    whole = {"n": 0}
+    real = briefs._size
+
+    def counting(node: Any) -> int:
+        if isinstance(node, dict) and "test_ref_rule" in node:
+            whole["n"] += 1
+        return real(node)
+
+    monkeypatch.setattr(briefs, "_size", counting)
+    b = _build(notes=_notes(800))
+    assert size(b) <= BUDGET
+    assert whole["n"] <= 3, whole
+
+
+def test_a_hundred_criteria_fit_and_those_shown_are_whole() -> None:
+    """Defect 5: a spec with 100 criteria gave a ~4,200-token brief."""
+    criteria = [
+        Criterion(
+            id=f"AC-1.{i}",
+            text=f"the service does thing number {i} exactly as described",
+            kind=CriterionKind.TEST,
+            verify_ref=f"tests.test_things.TestThing.test_thing_{i}",
+        )
+        for i in range(1, 101)
+    ]
+    b = _build(spec=_spec(criteria), criteria=criteria)
+    assert size(b) <= BUDGET
+    shown = b["criteria"]
+    assert 0 < len(shown) < 100
+    originals = {c.id: c.model_dump(mode="json", exclude_none=True) for c in criteria}
+    for c in shown:
+        assert c == originals[c["id"]]  # whole, never cut
+    assert [c["id"] for c in shown] == [f"AC-1.{i}" for i in range(1, len(shown) + 1)]  # first ones kept
+    assert b["omitted"]["criteria"] == 100 - len(shown)
+    assert "get_spec('p', 'SPEC-1')" in b["see"] and "get_task('p-1')" in b["see"]
+
+
+def test_long_test_names_are_dropped_whole_never_cut() -> None:
+    """Defect 5: with 60 long test names, a verify_ref was cut mid-name into a test that does
+    not exist."""
+    refs = [f"tests/integration/test_module_{i}.py::TestAVeryLongClassName::" + "x" * 150 for i in range(60)]
+    criteria = [
+        Criterion(id=f"AC-1.{i}", text="passes", kind=CriterionKind.TEST, verify_ref=ref)
+        for i, ref in enumerate(refs, 1)
+    ]
+    b = _build(spec=_spec(criteria), criteria=criteria)
+    assert size(b) <= BUDGET
+    assert b["criteria"], "some criteria fit"
+    assert all(c["verify_ref"] in refs for c in b["criteria"])
+    assert "…" not in json.dumps(b["criteria"])
+
+
+def test_commands_and_checks_are_never_cut() -> None:
+    commands = [f"pytest tests/suite_{i} -q --maxfail=1 " + "-k " + "y" * 200 for i in range(40)]
+    checks = {
+        f"check{i}": {
+            "command": f"make check-{i} " + "z" * 200,
+            "report": {"path": f"r{i}.xml", "format": "junit"},
+        }
+        for i in range(30)
+    }
+    project = Project(
+        name="p",
+        created_by="human:a",
+        created_at=T0,
+        execution_defaults=ExecutionDefaults(verification_commands=commands, conventions=["c " * 300] * 10),
+        verifier_config=VerifierConfig.model_validate({"checks": checks}),
+    )
+    b = _build(project=project)
+    assert size(b) <= BUDGET
+    assert all(c in commands for c in b["verification_commands"])
+    for name, check in b["verifier_checks"]["checks"].items():
+        assert check["command"] == checks[name]["command"]
+    assert b["criteria"] == [{"id": "AC-p-1.1", "text": "returns 200", "kind": "review"}]
+
+
+def test_older_notes_than_the_brief_holds_are_counted() -> None:
+    b = _build(notes=_notes(3), notes_total=40)
+    assert b["omitted"] == {"notes": 37}
+    assert len(b["notes"]) == 3
+
+
+_text = st.text(st.characters(codec="utf-8"), max_size=3000)
+_ident = st.text("abcdefghijklmnopqrstuvwxyz0123456789_./:>", min_size=1, max_size=400)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    title=st.text(st.characters(codec="utf-8"), min_size=1, max_size=600).filter(str.strip),
+    description=_text,
+    body=_text,
+    criteria=st.lists(st.tuples(_text, _ident), max_size=120),
+    notes=st.lists(_text, max_size=30),
+    decisions=st.lists(_text, max_size=10),
+    findings=st.lists(st.lists(_text, min_size=1, max_size=3), max_size=5),
+    commands=st.lists(_ident, max_size=50),
+    conventions=st.lists(_text, max_size=20),
+)
+def test_whatever_the_input_the_brief_fits_and_identifiers_are_whole(
+    title: str,
+    description: str,
+    body: str,
+    criteria: list[tuple[str, str]],
+    notes: list[str],
+    decisions: list[str],
+    findings: list[list[str]],
+    commands: list[str],
+    conventions: list[str],
+) -> None:
+    crits = [
+        Criterion(id=f"AC-1.{i}", text=text if text.strip() else "x", kind=CriterionKind.TEST, verify_ref=ref)
+        for i, (text, ref) in enumerate(criteria, 1)
+    ]
+    attempts = [
+        Attempt(
+            number=i,
+            actor="agent:a",
+            credential_id="k",
+            started_at=T0,
+            ended_at=T0,
+            ending=AttemptEnding.FAILED,
+            used=True,
+            findings=f,
+        )
+        for i, f in enumerate(findings, 1)
+    ]
+    project = Project(
+        name="p",
+        created_by="human:a",
+        created_at=T0,
+        execution_defaults=ExecutionDefaults(verification_commands=commands, conventions=conventions),
+    )
+    b = _build(
+        task=_task(title=title, description=description, attempts=attempts),
+        project=project,
+        spec=_spec(crits, body=body),
+        criteria=crits,
+        ranked_decisions=[_decision(i, d) for i, d in enumerate(decisions, 1)],
+        notes=[
+            Note(
+                id=f"n{i}", task_id="p-1", project="p", author="agent:a", body=n if n.strip() else "x", at=T0
+            )
+            for i, n in enumerate(notes)
+        ],
+    )
+    assert size(b) <= BUDGET
+    refs = {c.id: c.verify_ref for c in crits}
+    assert all(c["verify_ref"] == refs[c["id"]] for c in b["criteria"])
+    assert all(c in commands for c in b["verification_commands"])
+    assert b["task"]["id"] == "p-1" and b["spec"]["id"] == "SPEC-1"
+
+
+def test_a_small_brief_is_whole_and_says_nothing_was_left_out() -> None:
+    b = _build(ranked_decisions=[_decision(1, "use json")])
+    assert b["omitted"] == {} and b["clipped"] == [] and "see" not in b
+    assert PROJECT.name == "p"
