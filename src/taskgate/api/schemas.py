@@ -274,6 +274,10 @@ class VerificationSwitch(In):
     on: bool
 
 
+class VerifierConfigIn(In, VerifierConfig):
+    """The verifier config as a request body (the same fields, checked like every body)."""
+
+
 class VerifierConfigOut(Out):
     config: VerifierConfig | None
 

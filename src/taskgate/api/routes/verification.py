@@ -9,11 +9,11 @@ from taskgate.api.schemas import (
     VerificationState,
     VerificationSwitch,
     VerifierConfigDraft,
+    VerifierConfigIn,
     VerifierConfigOut,
 )
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Project
-from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service import projects
 from taskgate.service.context import Context
 
@@ -91,7 +91,7 @@ def get_verifier_config_draft(project: str) -> VerifierConfigDraft:
     tags=TAGS,
     body=True,
 )
-def put_verifier_config(project: str, body: VerifierConfig) -> VerifierConfigOut:
+def put_verifier_config(project: str, body: VerifierConfigIn) -> VerifierConfigOut:
     updated = projects.set_verifier_config(
         runtime.context(), caller(), project, body.model_dump(mode="json", exclude_unset=True)
     )
