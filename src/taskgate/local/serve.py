@@ -9,8 +9,12 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from taskgate.auth import secrets
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 log = logging.getLogger("taskgate.serve")
 
@@ -82,11 +86,26 @@ class Sweeper(threading.Thread):
                 log.exception("sweep failed")
 
 
+def _body_timeout_s() -> float:
+    """TASKGATE_BODY_TIMEOUT_S: how long a request body may take to arrive (default 30 s)."""
+    from taskgate.local.deadline import DEFAULT_BODY_TIMEOUT_S
+
+    raw = os.environ.get("TASKGATE_BODY_TIMEOUT_S", "")
+    try:
+        value = float(raw) if raw else DEFAULT_BODY_TIMEOUT_S
+    except ValueError:
+        raise SystemExit(f"TASKGATE_BODY_TIMEOUT_S must be a number of seconds, not {raw!r}") from None
+    if not value > 0:
+        raise SystemExit("TASKGATE_BODY_TIMEOUT_S must be more than 0")
+    return value
+
+
 def serve(options: ServeOptions) -> None:
     import uvicorn
 
     from taskgate import runtime
-    from taskgate.local.gateway import Gateway
+    from taskgate.local.deadline import BodyDeadline
+    from taskgate.local.gateway import MAX_BODY, Gateway
 
     token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
@@ -103,7 +122,7 @@ def serve(options: ServeOptions) -> None:
     print(f"  admin token: {token_path}", flush=True)
     print(f"  store:       {options.store} {os.environ.get('TASKGATE_DB') or options.table}", flush=True)
     config = uvicorn.Config(
-        gateway,
+        BodyDeadline(cast("ASGIApp", gateway), seconds=_body_timeout_s(), max_bytes=MAX_BODY),
         host=options.host,
         port=options.port,
         log_level="warning",

@@ -8,13 +8,16 @@ only once, and Mangum runs the lifespan on every invocation. Building costs micr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic_core import from_json
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taskgate import runtime, telemetry
 from taskgate.auth import resolve
@@ -26,6 +29,12 @@ from taskgate.telemetry import Metric
 
 PATH = "/mcp"
 MAX_BODY_BYTES = 1024 * 1024
+LEGACY_VERSION = "2025-11-25"
+SUPPORTED_VERSIONS = (LEGACY_VERSION, "2026-07-28")  # DESIGN.md section 6
+# Handshake versions the SDK would still negotiate, older than this server speaks: refused here.
+OLDER_VERSIONS = frozenset(HANDSHAKE_PROTOCOL_VERSIONS) - set(SUPPORTED_VERSIONS)
+VERSION_HEADER = "mcp-protocol-version"
+INVALID_REQUEST = -32600
 
 
 @lru_cache(maxsize=8)
@@ -40,6 +49,123 @@ def _security(hosts: tuple[str, ...], origins: tuple[str, ...]) -> TransportSecu
 def _error(exc: TaskgateError, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
     telemetry.count(Metric.REFUSALS, code=exc.code.value)
     return JSONResponse({**exc.to_dict(), "hint": exc.hint}, status_code=status, headers=headers)
+
+
+def _rpc_error(message: str, status: int = 400, **data: Any) -> JSONResponse:
+    body: dict[str, Any] = {"code": INVALID_REQUEST, "message": message}
+    if data:
+        body["data"] = data
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": body}, status_code=status)
+
+
+def _valid_id(value: Any) -> bool:
+    """MCP request ids are strings or integers (never null, unlike plain JSON-RPC)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def check_request(headers: Mapping[str, str], body: bytes) -> tuple[JSONResponse | None, bytes]:
+    """What the SDK would let through that this server refuses, before it runs: a request id
+    that is not a string or integer (the SDK took such a message for a notification, answered
+    202 and dropped it), and protocol versions older than 2025-11-25, or no version at all.
+
+    Versions: the MCP spec says a server without an MCP-Protocol-Version header, and no other
+    way to know the version, should assume 2025-03-26; this server is stateless (no session
+    remembers what initialize negotiated) and does not speak 2025-03-26, so a request without
+    the header is refused with 400, as an unsupported version must be. `initialize` carries
+    its version in the body instead: an older one is answered with 2025-11-25 (the spec's
+    negotiation: the server offers a version it supports, and the client decides), by handing
+    the SDK the request as if it had asked for that. Returns a refusal, or the body to serve."""
+    try:
+        message = from_json(body) if body else None
+    except ValueError:
+        return None, body  # the SDK answers a parse error (-32700)
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None, body  # a batch (refused by the SDK), a response, or not JSON-RPC at all
+    if "id" in message and not _valid_id(message["id"]):
+        return _rpc_error("the request id must be a string or an integer"), body
+    version = headers.get(VERSION_HEADER)
+    supported = ", ".join(SUPPORTED_VERSIONS)
+    if message["method"] == "initialize":
+        params = message.get("params")
+        if isinstance(params, dict) and params.get("protocolVersion") in OLDER_VERSIONS:
+            params["protocolVersion"] = LEGACY_VERSION
+            body = json.dumps(message).encode()
+        return None, body
+    if version is None:
+        return _rpc_error(
+            f"missing the MCP-Protocol-Version header; this server speaks {supported}",
+            supported=list(SUPPORTED_VERSIONS),
+        ), body
+    if version in OLDER_VERSIONS:
+        return _rpc_error(
+            f"unsupported MCP-Protocol-Version {version}; this server speaks {supported}",
+            supported=list(SUPPORTED_VERSIONS),
+            requested=version,
+        ), body
+    return None, body
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it is over `limit` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # the client went away; the app will see the disconnect
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the client's own messages."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+_CODE_BY_STATUS = {401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN, 404: ErrorCode.NOT_FOUND}
+
+
+def coded_errors(send: Send) -> Send:
+    """Answer the SDK transport's plain-text refusals (bad Content-Type, Host or Origin, body too
+    large) in taskgate's JSON shape {code, message, hint}; everything else passes unchanged."""
+    held: Message | None = None
+    text = b""
+
+    async def wrapped(message: Message) -> None:
+        nonlocal held, text
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            types = [v for k, v in message.get("headers", []) if k.lower() == b"content-type"]
+            if not any(t.startswith(b"application/json") for t in types):
+                held = message
+                return
+        if held is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        text += message.get("body", b"")
+        if message.get("more_body", False):
+            return
+        status = held["status"]
+        code = _CODE_BY_STATUS.get(status, ErrorCode.VALIDATION)
+        refusal = TaskgateError(code, text.decode("utf-8", "replace").strip() or f"HTTP {status}")
+        response = _error(refusal, status)
+        await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+        await send({"type": "http.response.body", "body": response.body})
+
+    return wrapped
 
 
 def _jwt_claims(scope: Scope) -> Mapping[str, Any] | None:
@@ -95,9 +221,18 @@ class AgentAuth:
             )
             await _error(refusal, 403)(scope, receive, send)
             return
+        body = await _read_body(receive, MAX_BODY_BYTES)
+        if body is None:
+            refusal = TaskgateError(ErrorCode.VALIDATION, f"request body over {MAX_BODY_BYTES} bytes")
+            await _error(refusal, 413)(scope, receive, send)
+            return
+        refused, body = check_request(headers, body)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
         token = identity.bind(principal)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, _replay(body, receive), coded_errors(send))
         finally:
             identity.unbind(token)
 

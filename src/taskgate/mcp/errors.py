@@ -21,6 +21,15 @@ def error_result(exc: TaskgateError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
 
 
+INTERNAL = "E_INTERNAL"  # a bug or unusable stored data on our side; never a domain code
+INTERNAL_HINT = "The server failed on its side; calling again will not help. Tell a human (the server log has the details)."
+
+
+def internal_result(tool: str) -> CallToolResult:
+    body = {"code": INTERNAL, "message": f"{tool} failed inside the server", "hint": INTERNAL_HINT}
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
+
+
 def bad_arguments(tool: str, exc: ValidationError) -> TaskgateError:
     """One readable line per wrong argument (no input values echoed back: they may be long)."""
     problems = []

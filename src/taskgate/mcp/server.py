@@ -15,17 +15,28 @@ from typing import Any
 from mcp.server import CacheHint, MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 import taskgate
 from taskgate import telemetry
 from taskgate.domain.errors import TaskgateError
+from taskgate.domain.text import CheckedText
 from taskgate.mcp import tools_claims, tools_projects, tools_specs, tools_tasks  # noqa: F401  (registers tools)
-from taskgate.mcp.errors import bad_arguments, error_result, unknown_arguments
-from taskgate.mcp.registry import TOOLS
+from taskgate.mcp.errors import bad_arguments, error_result, internal_result, unknown_arguments
+from taskgate.mcp.registry import TOOLS, ToolDef
 from taskgate.telemetry import Metric
+
+log = logging.getLogger("taskgate.mcp")
 
 INSTRUCTIONS = """\
 taskgate is a task board for coding agents. Your identity and permissions come from your key.
@@ -59,21 +70,11 @@ class TaskgateMCP(MCPServer[Any]):
             # The catalog changes only with a deploy and is the same for every key: 2026-07-28
             # clients may reuse it for a while instead of listing before each call.
             cache_hints={"tools/list": CacheHint(ttl_ms=10 * 60 * 1000, scope="public")},
+            tools=[_tool(d) for d in TOOLS],
         )
-        self._arguments: dict[str, list[str]] = {}
-        for d in TOOLS:
-            self.add_tool(
-                d.fn,
-                title=d.title,
-                annotations=ToolAnnotations(
-                    title=d.title,
-                    read_only_hint=d.read_only,
-                    destructive_hint=False,
-                    idempotent_hint=d.idempotent,
-                    open_world_hint=False,
-                ),
-            )
-            self._arguments[d.fn.__name__] = list(inspect.signature(d.fn).parameters)
+        self._arguments: dict[str, list[str]] = {
+            d.fn.__name__: list(inspect.signature(d.fn).parameters) for d in TOOLS
+        }
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -91,17 +92,53 @@ class TaskgateMCP(MCPServer[Any]):
             if isinstance(cause, TaskgateError):
                 return error_result(cause)
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                # The arguments failed the tool's input schema. (A ValidationError from inside
-                # the tool or its output is a bug: left to the SDK, which logs it.)
+                # The arguments failed the tool's input schema.
                 return error_result(bad_arguments(name, cause))
-            raise
+            # A bug, or stored data no answer can carry: logged with its traceback, answered
+            # with a code (never the SDK's bare "Error executing tool"). Nothing the tool
+            # commits comes after its answer is ready (claim_task builds the brief first).
+            log.error("tool %s failed", name, exc_info=cause or exc)
+            return internal_result(name)
         if name in _COUNTED and not (isinstance(result, CallToolResult) and result.is_error):
             telemetry.count(_COUNTED[name])
         if isinstance(result, CallToolResult) and result.structured_content is not None:
             # The SDK renders the text copy indented; agents pay per token, so send it compact.
             text = json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                log.error("tool %s: its answer holds text that is not valid Unicode", name)
+                return internal_result(name)
             result.content = [TextContent(type="text", text=text)]
         return result
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        # taskgate has no prompts: an unknown name is the caller's mistake (-32602, as for an
+        # unknown tool), not the SDK's code-0 error.
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}; this server has no prompts")
+
+
+def _tool(d: ToolDef) -> Tool:
+    """The SDK's Tool for one of ours, its argument model checked for text that is not valid
+    Unicode (domain.text.CheckedText, the check every input model of both interfaces uses)."""
+    tool = Tool.from_function(
+        d.fn,
+        title=d.title,
+        annotations=ToolAnnotations(
+            title=d.title,
+            read_only_hint=d.read_only,
+            destructive_hint=False,
+            idempotent_hint=d.idempotent,
+            open_world_hint=False,
+        ),
+    )
+    base = tool.fn_metadata.arg_model
+    # FuncMetadata reads arg_model on each call (its documented behaviour); the published input
+    # schema was generated from the same fields before this and does not change.
+    tool.fn_metadata.arg_model = type(base.__name__, (base, CheckedText), {"__module__": base.__module__})
+    return tool
 
 
 def _build() -> TaskgateMCP:

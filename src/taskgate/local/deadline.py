@@ -1,0 +1,69 @@
+"""A deadline on reading request bodies, for `taskgate serve`.
+
+uvicorn times out idle keep-alive connections but not a request whose body trickles in or never
+arrives: each such request would hold a connection (and a task) forever. API Gateway ends them
+for the cloud; locally this middleware does. Hand-written because it is ours to decide: the body
+is read whole within `seconds` (and at most `max_bytes`), then handed to the app as if it had
+just arrived; too slow answers 408, too large 413, both in taskgate's JSON error shape.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+DEFAULT_BODY_TIMEOUT_S = 30.0
+
+
+class BodyDeadline:
+    def __init__(self, app: ASGIApp, *, seconds: float = DEFAULT_BODY_TIMEOUT_S, max_bytes: int) -> None:
+        self.app = app
+        self.seconds = seconds
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        done = False
+        with anyio.move_on_after(self.seconds):
+            while not done:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return  # the client left before sending its body: nobody to answer
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > self.max_bytes:
+                    await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
+                    return
+                chunks.append(chunk)
+                done = not message.get("more_body", False)
+        if not done:
+            await _refuse(send, 408, f"the request body did not arrive within {self.seconds:g} s")
+            return
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    payload = json.dumps({"code": "E_VALIDATION", "message": message}, separators=(",", ":")).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
