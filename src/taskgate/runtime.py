@@ -11,12 +11,17 @@ and on Lambda:
   TASKGATE_ADMIN_NAME       the human the admin token stands for (default: admin)
   TASKGATE_ALLOWED_HOSTS    comma-separated Host values MCP accepts ("host:*" for any port)
   TASKGATE_ALLOWED_ORIGINS  comma-separated Origin values MCP accepts
+  TASKGATE_FAULT            crash tests only: "<checkpoint>@<n>" kills the process (SIGKILL) the
+                            n-th time it reaches that checkpoint (see Context.checkpoint)
 """
 
 from __future__ import annotations
 
+import itertools
 import os
+import signal
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +40,7 @@ class Settings:
     admin_name: str = "admin"
     allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+    fault: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -49,11 +55,32 @@ class Settings:
             admin_name=env.get("TASKGATE_ADMIN_NAME") or "admin",
             allowed_hosts=_csv(env.get("TASKGATE_ALLOWED_HOSTS")) or cls.allowed_hosts,
             allowed_origins=_csv(env.get("TASKGATE_ALLOWED_ORIGINS")) or cls.allowed_origins,
+            fault=env.get("TASKGATE_FAULT") or None,
         )
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def fault_hook(spec: str) -> Callable[[str], None]:
+    """A checkpoint that kills this process with SIGKILL the n-th time it reaches the named
+    point ("<point>@<n>"): a crash at an exact place, for the crash tests of a real server
+    (tests/local/test_crash.py). Nothing sets TASKGATE_FAULT in normal use."""
+    point, _, nth = spec.partition("@")
+    if not point or not nth.isdigit() or int(nth) < 1:
+        raise ValueError(f"TASKGATE_FAULT must look like 'cascade.spec@3', not {spec!r}")
+    hits = itertools.count(1)
+    lock = threading.Lock()
+
+    def hook(name: str) -> None:
+        if name != point:
+            return
+        with lock:
+            if next(hits) == int(nth):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
 
 
 def open_store(settings: Settings) -> Store:
@@ -88,7 +115,10 @@ def context(settings: Settings | None = None) -> Context:
         if _current is None or _current[0] != wanted:
             if _current is not None:
                 _current[1].store.close()
-            _current = (wanted, Context(open_store(wanted)))
+            ctx = Context(open_store(wanted))
+            if wanted.fault:
+                ctx.checkpoint = fault_hook(wanted.fault)
+            _current = (wanted, ctx)
         return _current[1]
 
 

@@ -106,9 +106,15 @@ def serve(options: ServeOptions) -> None:
     from taskgate import runtime
     from taskgate.local.deadline import BodyDeadline
     from taskgate.local.gateway import MAX_BODY, Gateway
+    from taskgate.service.sweeper import sweep
 
     token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
+    # Finish what a crash of the last run left half-done (cascades, lapsed leases) before
+    # serving; afterwards the sweeper thread keeps at it.
+    swept = sweep(ctx)
+    if swept.expired or swept.cascaded:
+        log.warning("on start: %d leases expired, %d tasks repaired", len(swept.expired), len(swept.cascaded))
     gateway = Gateway(workers=options.workers)
     gateway.warm()
     sweeper = Sweeper()
