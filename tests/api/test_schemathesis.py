@@ -4,16 +4,22 @@ The schema is loaded from /api/openapi.json as the handler serves it, and every 
 request goes through the Lambda handler as an API Gateway v2 event (tests/api/wsgi.py), with
 the credential the operation is declared for. Checks: no 5xx, and every response conforms to
 the schema documented for its status. A fixed, derandomized example budget keeps it short.
+
+Bodies are generated valid and invalid (schemathesis' negative mode), and a hook turns some of
+them hostile (issue 8): a lone UTF-16 surrogate in one string, a value nested hundreds deep,
+or a body that is nothing but nesting. Each must be refused with a 4xx, never a 500.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
@@ -21,9 +27,43 @@ from taskgate.api.routes.docs import OPENAPI_PATH
 from tests.api import wsgi
 from tests.api.support import ADMIN_TOKEN, Env
 
-EXAMPLES = 40
+EXAMPLES = 25
 
 schema = schemathesis.openapi.from_wsgi(OPENAPI_PATH, wsgi.app)
+schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
+
+SURROGATE = "lone \ud800 surrogate"
+DEEP = json.loads("[" * 300 + "]" * 300)  # a value nested deeper than any body of ours
+# A body nested far deeper than Python's recursion limit: sent as raw bytes (schemathesis sends
+# bytes as they are), since the client's own JSON encoder would refuse to write it.
+DEEPEST = b"[" * 100_000 + b"]" * 100_000
+
+
+def _hostile(body: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """The body with one value made hostile: bad text in a string, or deep nesting."""
+    keys = sorted(body)
+
+    def swap(key: str, value: Any) -> dict[str, Any]:
+        return {**body, key: value}
+
+    strings = [k for k in keys if isinstance(body[k], str)]
+    options: list[st.SearchStrategy[Any]] = [st.just(DEEPEST)]
+    if keys:
+        options.append(st.sampled_from(keys).map(lambda k: swap(k, DEEP)))
+        options.append(st.sampled_from(keys).map(lambda k: swap(k, [SURROGATE])))
+    if strings:
+        options.append(st.sampled_from(strings).map(lambda k: swap(k, SURROGATE)))
+    options.append(st.just({**body, SURROGATE: "a key"}))
+    return st.one_of(options)
+
+
+@schema.hook
+def flatmap_body(context: Any, body: Any) -> Any:
+    """A third of the bodies turned hostile."""
+    if not isinstance(body, dict):
+        return st.just(body)
+    return st.one_of(st.just(body), st.just(body), _hostile(body))
+
 
 # Ids that exist in fuzz_env's world, so many requests reach real records instead of a 404.
 KNOWN = {

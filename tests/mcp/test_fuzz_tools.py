@@ -177,6 +177,16 @@ def _arguments(world: World, name: str) -> st.SearchStrategy[Any]:
     return st.one_of(generated, generated.flatmap(with_hostile), invalid)
 
 
+def _coded_refusal(body: Any) -> bool:
+    """A JSON-RPC error with a real (non-zero) code, or taskgate's {code: "E_...", ...}."""
+    if not isinstance(body, dict):
+        return False
+    error = body.get("error")
+    if isinstance(error, dict):
+        return isinstance(error.get("code"), int) and error["code"] != 0 and bool(error.get("message"))
+    return str(body.get("code", "")).startswith("E_") and bool(body.get("message"))
+
+
 def _check(world: World, name: str, arguments: Any) -> None:
     before = world.live.dump()
     if isinstance(arguments, bytes):  # not even JSON: sent as the whole request body
@@ -188,9 +198,7 @@ def _check(world: World, name: str, arguments: Any) -> None:
     assert r.status_code < 500, (name, r.status_code, r.text[:500])
     body = r.json()
     if r.status_code != 200 or "error" in body:
-        assert isinstance(body.get("error", {}).get("code"), int) or str(body.get("code", "")).startswith(
-            "E_"
-        ), body
+        assert _coded_refusal(body), body
         assert world.live.dump() == before, (name, "a refused call changed the store")
         return
     result = body["result"]
@@ -250,3 +258,66 @@ def test_tool_survives_generated_and_hostile_arguments(world: World, name: str) 
         _check(world, name, arguments)
 
     run()
+
+
+_ids = st.one_of(
+    st.integers(),
+    st.text(max_size=20),
+    st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+_methods = st.sampled_from(
+    [
+        "tools/call",
+        "tools/list",
+        "prompts/get",
+        "prompts/list",
+        "resources/read",
+        "resources/list",
+        "ping",
+        "nope/nothing",
+        "",
+    ]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
+@given(
+    id_=_ids,
+    method=_methods,
+    params=st.one_of(
+        st.none(),
+        st.fixed_dictionaries(
+            {
+                "name": st.sampled_from([*TOOL_NAMES, "nope"]),
+                "arguments": st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3),
+            }
+        ),
+        st.fixed_dictionaries({"uri": st.text(max_size=30)}),
+        st.lists(st.integers(), max_size=2),
+    ),
+)
+def test_the_json_rpc_envelope_is_fuzzed_too(world: World, id_: Any, method: str, params: Any) -> None:
+    """Ids of every JSON type, methods known and not, params of the wrong shape: a request is
+    answered (a result or a coded error), never dropped with a 202, never 5xx."""
+    before = world.live.dump()
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+    if params is not None:
+        message["params"] = params
+    r = world.post(message)
+    assert r.status_code < 500, (message, r.status_code, r.text[:300])
+    assert r.status_code != 202, (message, "a request was taken for a notification and dropped")
+    body = r.json()
+    if "result" in body and not body["result"].get("isError"):
+        return
+    if "result" in body:
+        error = json.loads(body["result"]["content"][0]["text"])
+        assert error["code"].startswith("E_") and error["code"] != "E_INTERNAL", error
+    else:
+        assert _coded_refusal(body), (message, body)
+    assert world.live.dump() == before, (message, "a refused request changed the store")
