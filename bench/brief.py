@@ -1,0 +1,90 @@
+"""How long building one task's brief takes as the task's notes grow (issue 8, defect 2).
+
+    python bench/brief.py [--notes 100,400,800] [--repeat 3]
+
+For each count, a task on a fresh SQLite file gets that many notes of ~500 characters, written
+straight to the store (the service caps a task at 100 notes; older databases, or a cap raised
+later, may hold more), then `get_task_brief` runs `--repeat` times. Prints one line per count:
+
+    notes=<n> brief_ms=<median> brief_chars=<size> notes_in_brief=<k>
+
+and last `ratio_800_to_100=<x>` (1.0 means the cost does not grow with the notes at all; 8.0
+would be linear in them, 64 quadratic). The first call of each count is a warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from taskgate.domain.clock import ManualClock
+from taskgate.domain.models import CriterionInput, Note
+from taskgate.domain.principals import acting, human
+from taskgate.service import brief, projects, records, tasks
+from taskgate.service.context import Context
+from taskgate.store.port import MAX_OPS_PER_COMMIT, Put
+from taskgate.store.sqlite import SQLiteStore
+
+NOTE = "Tried the obvious fix; the flaky test is in the cache layer, not the handler. " * 6
+
+
+def measure(count: int, repeat: int, tmp: Path) -> tuple[float, int, int]:
+    store = SQLiteStore(tmp / f"bench-{count}.db")
+    try:
+        clock = ManualClock()
+        ctx = Context(store, clock)
+        alice = acting(human("alice"))
+        projects.create(ctx, alice, "bench", repo="/tmp/repo")
+        task = tasks.create(
+            ctx, alice, "bench", title="Fix the cache", criteria=[CriterionInput(text="works")]
+        ).task
+        notes = [
+            Note(
+                id=f"n{i}",
+                task_id=task.id,
+                project="bench",
+                author="agent:a",
+                body=NOTE,
+                at=clock.advance(seconds=1),
+            )
+            for i in range(count)
+        ]
+        items = [Put(records.note_item(n)) for n in notes]
+        for start in range(0, len(items), MAX_OPS_PER_COMMIT):
+            store.commit(items[start : start + MAX_OPS_PER_COMMIT])
+        brief.for_task(ctx, alice, task.id)  # warm-up
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            out = brief.for_task(ctx, alice, task.id)
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times), len(json.dumps(out, separators=(",", ":"))), len(out["notes"])
+    finally:
+        store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", default="100,400,800")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    counts = [int(n) for n in args.notes.split(",")]
+    medians: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in counts:
+            ms, size, kept = measure(count, args.repeat, Path(tmp))
+            medians[count] = ms
+            print(f"notes={count} brief_ms={ms:.1f} brief_chars={size} notes_in_brief={kept}", flush=True)
+    if len(counts) > 1:
+        print(f"ratio_{counts[-1]}_to_{counts[0]}={medians[counts[-1]] / medians[counts[0]]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
