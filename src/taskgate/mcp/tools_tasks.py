@@ -252,7 +252,8 @@ async def add_note(
     on_behalf_of: OnBehalfOf = None,
 ) -> views.NoteView:
     """Attach a note to a task, e.g. something the next agent should know. Notes appear in the
-    task's brief and in get_task. Works in any status; needs no claim."""
+    task's brief (the newest ones) and in get_task. Works in any status; needs no claim. A task
+    holds at most 100 notes: put lasting knowledge in a decision (log_decision) instead."""
     n = tasks.add_note(runtime.context(), who(agent_id, on_behalf_of), task_id, body)
     return views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at)
 

@@ -1,17 +1,17 @@
 """Moves the system makes on its own: a spec approved, revised or re-risked; the last blocker done.
 
 A cascade touches many tasks, one commit each (task + its history event), so a crash can cut it
-short. Each is made safe to interrupt in two ways:
+short. Each is made safe to interrupt:
 
-- Intent first. The change that starts a cascade (the spec's commit, the accept that makes a
-  task done) writes a marker item in the same commit. The cascade removes the marker only once
-  every task is settled; the sweeper re-runs every cascade whose marker is still there. Every
-  step is idempotent (it re-reads the task and its spec and only moves what is out of line).
+- A spec's change (approve, revise, risk) writes a marker item in the same commit as the spec.
+  The cascade removes the marker only once every task of the spec is in line; the sweeper
+  re-runs every cascade whose marker is still there. Every step is idempotent: it re-reads the
+  task and its spec and moves only what is out of line.
+- A task done (accept) needs no marker: the sweeper settles every blocked task whose blockers
+  are all done anyway, so accepting stays one write.
 - Guards where it matters. Claiming a task is conditioned on its spec still being approved (see
   claims.py), and accepting on the spec's risk as read, so a half-done cascade can never let
   work be claimed under a draft, or accepted at a risk the spec no longer has.
-
-`reconcile` also scans backlog and blocked tasks, for what an older version left unmarked.
 """
 
 from __future__ import annotations
@@ -68,10 +68,6 @@ def _mark(ctx: Context, key: tuple[str, str], data: dict[str, str]) -> Put:
 
 def mark_spec(ctx: Context, spec: Spec) -> Put:
     return _mark(ctx, records.cascade_key(spec.project, "SPEC", spec.number), {"spec": spec.id})
-
-
-def mark_done(ctx: Context, task: Task) -> Put:
-    return _mark(ctx, records.cascade_key(task.project, "DONE", task.number), {"task": task.id})
 
 
 def _unmark(ctx: Context, marker: Item | None) -> None:
@@ -200,14 +196,11 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
 
 def task_done(ctx: Context, project: str, done_id: str) -> list[str]:
     """Run the cascade an accept started: tasks whose last open blocker this was become ready."""
-    _, number = parse_task_id(done_id)
-    marker = ctx.store.get(*records.cascade_key(project, "DONE", number))
     moved = []
     for t in [t for t in ctx.tasks_in_status(project, Status.BLOCKED) if done_id in t.blocked_by]:
         if settle(ctx, t.id, Status.BLOCKED):
             moved.append(t.id)
             ctx.checkpoint(DONE_POINT)
-    _unmark(ctx, marker)
     return moved
 
 
@@ -215,15 +208,12 @@ def task_done(ctx: Context, project: str, done_id: str) -> list[str]:
 
 
 def reconcile(ctx: Context, project: str) -> list[str]:
-    """Finish every cascade a crash cut short in one project (the sweeper calls this), then
-    settle what an older version may have left without a marker."""
+    """Finish every cascade a crash cut short in one project (the sweeper calls this): every
+    marked spec change, then every backlog or blocked task whose conditions now hold."""
     moved: list[str] = []
     pk = records.project_pk(project)
     for item in list(ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="CASCADE#", limit=100, cursor=c))):
-        if "spec" in item.data:
-            moved += spec_changed(ctx, project, str(item.data["spec"]))
-        elif "task" in item.data:
-            moved += task_done(ctx, project, str(item.data["task"]))
+        moved += spec_changed(ctx, project, str(item.data["spec"]))
     backlog = [t.id for t in ctx.tasks_in_status(project, Status.BACKLOG) if t.spec_id is not None]
     moved += [tid for tid in backlog if settle(ctx, tid, Status.BACKLOG)]
     blocked = [t.id for t in ctx.tasks_in_status(project, Status.BLOCKED)]

@@ -87,7 +87,6 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
                 put_event(ev),
                 *_supersede_run(ctx, task),
                 *guard,
-                cascades.mark_done(ctx, new),
             ]
         )
         return new.model_copy(update={"version": task.version + 1})
