@@ -217,16 +217,22 @@ def claim(
     if task_id is not None:
         if parse_task_id(task_id)[0] != project:
             raise invalid(f"{task_id} is not a task of project {project}")
-        try:
-            return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, brief_of=brief_of)
-        except TaskgateError as exc:
-            if exc.code is ErrorCode.CONFLICT:
+        for _ in range(3):
+            try:
+                return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, brief_of=brief_of)
+            except TaskgateError as exc:
+                if exc.code is not ErrorCode.CONFLICT:
+                    raise
+                now_status = ctx.task(task_id).status
+                if now_status is Status.READY:
+                    continue  # not a claim but its spec changed meanwhile: decide again
                 # Someone else's write landed first; say what the task is now.
-                now_status = ctx.task(task_id).status.value
                 raise TaskgateError(
-                    ErrorCode.WRONG_STATE, f"{task_id} was claimed by someone else", current_status=now_status
+                    ErrorCode.WRONG_STATE,
+                    f"{task_id} was claimed by someone else",
+                    current_status=now_status.value,
                 ) from exc
-            raise
+        raise TaskgateError(ErrorCode.CONFLICT, f"{task_id} kept changing while being claimed; try again")
     proj = ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
     window = CANDIDATES
