@@ -17,9 +17,9 @@ from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import AgentRole, CriterionInput, Risk, SpecStatus, Status
 from taskgate.domain.principals import acting
 from taskgate.mcp import identity
-from taskgate.service import claims, review, specs, sweeper, tasks
+from taskgate.service import claims, records, review, specs, sweeper, tasks
 from taskgate.service.context import put_task
-from taskgate.store.port import Item, Op, Page, Store
+from taskgate.store.port import Item, Op, Page, Put, Store
 from taskgate.store.schema import IndexName
 from tests.support.world import SHA, World, dump
 
@@ -86,6 +86,24 @@ def test_a_claim_refuses_a_ready_task_whose_spec_went_back_to_draft(any_world: W
         claims.claim(w.ctx, agent, "demo")
     assert nothing.value.code is ErrorCode.NOTHING_READY
     assert consistent(w) == []
+
+
+def test_a_claim_never_lands_under_a_draft_spec_however_the_task_got_ready(any_world: World) -> None:
+    """The claim itself checks the spec (in its conditional write), whatever left the task
+    ready: here the spec is put back to draft behind the services' back."""
+    w = any_world
+    w.project()
+    agent = w.agent("bob")
+    spec = w.spec()
+    t = w.task(spec_id=spec.id, spec_criteria=["AC-1.1"])
+    item = w.store.get(*records.spec_key("demo", spec.number))
+    assert item is not None
+    draft = Item(item.pk, item.sk, {**item.data, "status": SpecStatus.DRAFT.value}, item.version + 1)
+    w.store.commit([Put(draft, item.version)])
+    with pytest.raises(TaskgateError) as refused:
+        claims.claim(w.ctx, agent, "demo", task_id=t.id)
+    assert refused.value.code is ErrorCode.WRONG_STATE
+    assert w.reload(t.id).claim is None and w.reload(t.id).attempts == []
 
 
 def _approve(w: World, sid: str) -> None:
