@@ -30,7 +30,7 @@ from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import acting, human
-from taskgate.service import claims, keys, projects, tasks
+from taskgate.service import claims, keys, projects, specs, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, Stack, resolve, resource, stack, stream_event, template
 from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
@@ -473,8 +473,28 @@ def test_sweeper_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorde
         past, HUMAN, "shop", title="b", criteria=[CriterionInput(text="ok")], blocked_by=[blocker.id]
     )
     claims.claim(past, agent, "shop", task_id=blocker.id, lease_minutes=5)
-    assert rec.run(sweeper.handler, scheduler_event(now))["expired"] == [blocker.id]
+    # A spec approved whose cascade a crash cut short after its first task: the sweeper
+    # finishes it (each move conditioned on the spec, a ConditionCheck in the transaction).
+    spec = specs.create(past, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
+    waiting = [
+        tasks.create(past, HUMAN, "shop", title=f"w{i}", spec_id=spec.id, spec_criteria=["AC-1.1"]).task.id
+        for i in range(2)
+    ]
+
+    def crash(point: str) -> None:
+        raise _Crash(point)
+
+    past.checkpoint = crash
+    with pytest.raises(_Crash):
+        specs.approve(past, HUMAN, "shop", spec.id)
+    report = rec.run(sweeper.handler, scheduler_event(now))
+    assert report["expired"] == [blocker.id]
+    assert set(report["cascaded"]) >= {waiting[1]}
     _check("SweeperRole", _refs(s), rec)
+
+
+class _Crash(BaseException):
+    """A process dying at a checkpoint (nothing catches a BaseException)."""
 
 
 def test_dispatcher_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) -> None:

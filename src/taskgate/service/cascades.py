@@ -3,9 +3,9 @@
 A cascade touches many tasks, one commit each (task + its history event), so a crash can cut it
 short. Each is made safe to interrupt:
 
-- A spec's change (approve, revise, risk) writes a marker item in the same commit as the spec.
-  The cascade removes the marker only once every task of the spec is in line; the sweeper
-  re-runs every cascade whose marker is still there. Every step is idempotent: it re-reads the
+- A spec's change (approve, revise, risk) marks its cascade pending in the same commit as the
+  spec (one marker item per spec). The cascade marks it done only once every task of the spec
+  is in line; the sweeper re-runs every cascade still pending. Every step is idempotent: it re-reads the
   task and its spec and moves only what is out of line.
 - A task done (accept) needs no marker: the sweeper settles every blocked task whose blockers
   are all done anyway, so accepting stays one write.
@@ -23,7 +23,7 @@ from taskgate.domain.models import OPEN_STATUSES, Spec, SpecStatus, Status, Task
 from taskgate.service import records
 from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
 from taskgate.service.transitions import move
-from taskgate.store.port import Check, Delete, Item, Op, Put
+from taskgate.store.port import Check, Item, Op, Put
 
 MAX_BLOCKERS = 20
 
@@ -59,24 +59,24 @@ def open_blockers(ctx: Context, task: Task) -> list[str]:
 # -- markers: the intent of a cascade, written with the change that starts it --------------------
 
 
-def _mark(ctx: Context, key: tuple[str, str], data: dict[str, str]) -> Put:
-    """The marker write to add to the starting commit (overwriting one a crash left behind)."""
+def mark_spec(ctx: Context, spec: Spec) -> Put:
+    """The marker write to add to the spec's commit: its cascade is pending (whatever an
+    earlier, cut-short cascade left there is overwritten)."""
+    key = records.cascade_key(spec.project, "SPEC", spec.number)
     current = ctx.store.get(*key)
     version = current.version if current is not None else None
-    return Put(Item(*key, data, (version or 0) + 1), version)
+    return Put(Item(*key, {"spec": spec.id, "pending": True}, (version or 0) + 1), version)
 
 
-def mark_spec(ctx: Context, spec: Spec) -> Put:
-    return _mark(ctx, records.cascade_key(spec.project, "SPEC", spec.number), {"spec": spec.id})
-
-
-def _unmark(ctx: Context, marker: Item | None) -> None:
-    """Remove a marker once its cascade is complete. If a newer change re-wrote it meanwhile,
-    the delete fails and the marker stays for that change's own cascade (or the sweeper)."""
-    if marker is None:
+def _done(ctx: Context, marker: Item | None) -> None:
+    """Mark a cascade finished (a conditional put, like every change here: taskgate never
+    deletes). If a newer spec change re-marked it meanwhile, the put fails and the marker stays
+    pending for that change's own cascade (or the sweeper)."""
+    if marker is None or not marker.data.get("pending"):
         return
+    done = Item(marker.pk, marker.sk, {**marker.data, "pending": False}, marker.version + 1)
     try:
-        ctx.commit([Delete(marker.pk, marker.sk, marker.version)])
+        ctx.commit([Put(done, marker.version)])
     except TaskgateError as exc:
         if exc.code is not ErrorCode.CONFLICT:
             raise
@@ -153,7 +153,7 @@ def spec_changed(ctx: Context, project: str, sid: str) -> list[str]:
             if sync_task(ctx, t.id):
                 moved.append(t.id)
                 ctx.checkpoint(SPEC_POINT)
-    _unmark(ctx, marker)
+    _done(ctx, marker)
     return moved
 
 
@@ -213,7 +213,8 @@ def reconcile(ctx: Context, project: str) -> list[str]:
     moved: list[str] = []
     pk = records.project_pk(project)
     for item in list(ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="CASCADE#", limit=100, cursor=c))):
-        moved += spec_changed(ctx, project, str(item.data["spec"]))
+        if item.data.get("pending"):
+            moved += spec_changed(ctx, project, str(item.data["spec"]))
     backlog = [t.id for t in ctx.tasks_in_status(project, Status.BACKLOG) if t.spec_id is not None]
     moved += [tid for tid in backlog if settle(ctx, tid, Status.BACKLOG)]
     blocked = [t.id for t in ctx.tasks_in_status(project, Status.BLOCKED)]

@@ -5,7 +5,7 @@ P#<project>   COUNTER              next numbers for tasks, specs, decisions
 P#<project>   SPEC#<n:08>          spec
 P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>; LEASE index while claimed)
 P#<project>   DEC#<n:08>           decision
-P#<project>   CASCADE#SPEC#<n:08>  a change of spec n whose cascade has not finished
+P#<project>   CASCADE#SPEC#<n:08>  whether the cascade of spec n's last change is still pending
 P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
 PROJECTS      <project>            directory entry, for listing projects
 PH#<project>  <time>#<rand>        project history
