@@ -103,7 +103,9 @@ def test_validation_errors_come_back_in_the_error_shape_and_write_nothing(env: E
     assert resp.status == 422
     assert resp.json["code"] == "E_VALIDATION"
     assert "body.name" in resp.json["message"] and "body.nam" in resp.json["message"]
-    assert set(resp.json) == {"code", "message"}
+    assert set(resp.json) == {"code", "message", "hint", "errors"}
+    assert {e["loc"] for e in resp.json["errors"]} == {"body.name", "body.nam"}
+    assert "typo" not in resp.text  # the input is never echoed back
     resp = call(event("POST", "/api/projects", headers=_bearer(ADMIN_TOKEN), raw_body=b"{not json"))
     assert resp.status == 422 and resp.json["code"] == "E_VALIDATION"
     resp = call(

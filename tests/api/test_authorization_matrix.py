@@ -199,6 +199,39 @@ def _resolve(env: Env, caller: str) -> Req:
     return Req(f"/api/tasks/{env.escalated(MAIN)}/resolve", {"resolution": "requeue", "note": "use v2"})
 
 
+@row("PATCH", "/api/tasks/{task_id}", 200)
+def _edit_task(env: Env, caller: str) -> Req:
+    return Req(f"/api/tasks/{env.task(MAIN)}", {"title": "renamed", "priority": 3})
+
+
+@row("POST", "/api/tasks/{task_id}/notes", 201)
+def _add_note(env: Env, caller: str) -> Req:
+    return Req(f"/api/tasks/{env.task(MAIN)}/notes", {"body": "checked with the team"})
+
+
+# -- decisions and search --------------------------------------------------------------------
+
+
+@row("GET", "/api/projects/{project}/decisions", 200)
+def _list_decisions(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{MAIN}/decisions", query={"include_superseded": "true"})
+
+
+@row("POST", "/api/projects/{project}/decisions", 201)
+def _log_decision(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{MAIN}/decisions", {"title": "Use JSON", "body": "always"})
+
+
+@row("GET", "/api/projects/{project}/search", 200)
+def _search(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{MAIN}/search", query={"q": "json"})
+
+
+@row("GET", "/api/me", 200)
+def _me(env: Env, caller: str) -> Req:
+    return Req("/api/me")
+
+
 # -- verification switch, verifier config ----------------------------------------------------
 
 

@@ -111,13 +111,13 @@ def verify(scene: Scene, evidence: Evidence | None, *, error: str | None = None)
 
 def prepare(scene: Scene, action: Action) -> None:
     """Create what `action` needs besides the task (done before a test's snapshot)."""
-    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY):
+    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY, Action.BLOCKERS_ADDED):
         scene.extra["other"] = scene.world.task(title="first this").id
 
 
 def perform(scene: Scene, action: Action) -> None:
     """Take `action` on the scene's task, the way its actor would."""
-    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY) and "other" not in scene.extra:
+    if action in (Action.BLOCK, Action.FAIL_DEPENDENCY, Action.BLOCKERS_ADDED) and "other" not in scene.extra:
         prepare(scene, action)
     w, a, ctx, tid = scene.world, scene.agent, scene.ctx, scene.task_id
     fail = {
@@ -167,6 +167,8 @@ def perform(scene: Scene, action: Action) -> None:
         other.token = claims.claim(ctx, a, "demo", task_id=scene.blocker_id).token
         claims.submit(ctx, a, scene.blocker_id, other.token, commit_sha=SHA, evidence="done")
         review.accept(ctx, w.human, scene.blocker_id)
+    elif action is Action.BLOCKERS_ADDED:
+        tasks.update(ctx, w.human, tid, blocked_by=[scene.extra["other"]])
     elif action in (Action.REQUEUE, Action.BLOCK, Action.REVISE_SPEC, Action.REVERIFY):
         kw: dict[str, Any] = {}
         if action is Action.BLOCK:

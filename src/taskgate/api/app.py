@@ -23,7 +23,14 @@ from pydantic_core import from_json
 
 from taskgate.api import access, routes  # noqa: F401  (routes: imported for their registrations)
 from taskgate.api.access import ROUTES, Access, RouteSpec
-from taskgate.api.errors import INTERNAL, JSON, status_and_body, validation_message
+from taskgate.api.errors import (
+    INTERNAL,
+    JSON,
+    RefusedWithDetail,
+    field_errors,
+    status_and_body,
+    validation_message,
+)
 from taskgate.api.routes.docs import BEARER
 from taskgate.api.schemas import ErrorBody
 from taskgate.domain.errors import ErrorCode, TaskgateError
@@ -79,7 +86,7 @@ def _on_taskgate_error(exc: TaskgateError) -> Response[Any]:
 
 def _on_invalid(exc: RequestValidationError) -> Response[Any]:
     err = TaskgateError(ErrorCode.VALIDATION, validation_message(exc.errors()))
-    return _error(*status_and_body(err))
+    return _error(*status_and_body(RefusedWithDetail(err, errors=field_errors(exc.errors()))))
 
 
 def _on_not_json(exc: RequestUnsupportedContentType) -> Response[Any]:

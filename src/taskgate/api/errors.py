@@ -1,5 +1,6 @@
-"""Every refusal the REST API gives, in one shape: JSON {code, message, current_status?} with the
-HTTP status of `HTTP_STATUS`. Request validation by Powertools comes back the same way."""
+"""Every refusal the REST API gives, in one shape: JSON {code, message, hint, current_status?}
+with the HTTP status of `HTTP_STATUS`. Request validation by Powertools comes back the same
+way, with each failing field also listed in `errors` so the board can show it in place."""
 
 from __future__ import annotations
 
@@ -13,6 +14,24 @@ from taskgate.telemetry import Metric
 
 JSON = "application/json"
 INTERNAL = "E_INTERNAL"  # a bug on our side; never a domain code, so clients cannot branch on it
+
+# What to do next, for the people and programs on the REST API (the board shows it under the
+# message). The MCP hints (domain/errors.HINTS) name agent tools; these do not.
+HINTS: dict[ErrorCode, str] = {
+    ErrorCode.NOT_FOUND: "Check the id: it may be misspelt or belong to another project.",
+    ErrorCode.WRONG_STATE: "Reload, and act on the record's current status.",
+    ErrorCode.STALE_CLAIM: "That claim has ended; reload the task.",
+    ErrorCode.SELF_ACCEPT: "Work is accepted or resolved by someone other than the credential that "
+    "claimed or submitted it.",
+    ErrorCode.SELF_VERIFY: "A verifier may not verify work submitted under its own credential.",
+    ErrorCode.FORBIDDEN: "This credential may not do it; the message says who may.",
+    ErrorCode.IDENTITY_MISMATCH: "Identity comes from the credential; do not name another one.",
+    ErrorCode.VALIDATION: "Fix what the message names and send it again; nothing was changed.",
+    ErrorCode.EMPTY_CRITERIA: "Give at least one acceptance criterion, or link an approved spec.",
+    ErrorCode.CONFLICT: "Someone changed this at the same time; reload and try again.",
+    ErrorCode.NOTHING_READY: "No task is ready right now.",
+    ErrorCode.UNAUTHORIZED: "Sign in again: the credential is missing, unknown or revoked.",
+}
 
 
 class RefusedWithDetail(TaskgateError):
@@ -33,10 +52,14 @@ def headers_for(code: ErrorCode) -> dict[str, str]:
     return headers
 
 
+def body_of(exc: TaskgateError) -> dict[str, Any]:
+    return {**exc.to_dict(), "hint": HINTS[exc.code]}
+
+
 def status_and_body(exc: TaskgateError) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Every refusal of the REST API is shaped here, so this is where refusals are counted."""
     telemetry.count(Metric.REFUSALS, code=exc.code.value)
-    return HTTP_STATUS[exc.code], exc.to_dict(), headers_for(exc.code)
+    return HTTP_STATUS[exc.code], body_of(exc), headers_for(exc.code)
 
 
 def proxy_response(status: int, body: Mapping[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
@@ -52,6 +75,17 @@ def proxy_response(status: int, body: Mapping[str, Any], headers: Mapping[str, s
 def refusal(exc: TaskgateError) -> dict[str, Any]:
     status, body, headers = status_and_body(exc)
     return proxy_response(status, body, headers)
+
+
+def field_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Each failing field as {loc, msg} (never the input), for the board to show in place."""
+    return [
+        {
+            "loc": ".".join(str(p) for p in e.get("loc", ())),
+            "msg": str(e.get("msg", e.get("type", "invalid"))),
+        }
+        for e in errors[:50]
+    ]
 
 
 def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:

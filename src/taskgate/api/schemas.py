@@ -21,6 +21,7 @@ from taskgate.domain.models import (
     CredentialKind,
     Criterion,
     CriterionInput,
+    Decision,
     Finding,
     HistoryEvent,
     Note,
@@ -53,15 +54,24 @@ class Out(BaseModel):
 # -- errors -----------------------------------------------------------------------------------
 
 
+class FieldError(Out):
+    loc: str = Field(description="Where, e.g. body.checks.unit.command")
+    msg: str
+
+
 class ErrorBody(Out):
     code: ErrorCode
     message: str
+    hint: str = Field(description="What to do next")
     current_status: str | None = Field(
         default=None,
         description="The record's status now (a task's, or a spec's) when that is why it refused.",
     )
     missing: list[str] | None = Field(
         default=None, description="Only when switching verification on is refused: what the project lacks."
+    )
+    errors: list[FieldError] | None = Field(
+        default=None, description="Only when the request was malformed: each failing field."
     )
 
 
@@ -194,6 +204,25 @@ class TaskDetail(Out):
     )
 
 
+class TaskPatch(In):
+    """Only the fields given change. A task is edited only while nobody holds it (backlog,
+    ready, blocked, needs_human); blocked_by may move it between ready and blocked."""
+
+    title: str | None = None
+    description: str | None = None
+    priority: int | None = None
+    blocked_by: list[str] | None = Field(default=None, description="Replaces the list; [] clears it.")
+    criteria: list[CriterionInput] | None = Field(
+        default=None, description="Replaces the task's own criteria (renumbered)."
+    )
+    spec_criteria: list[str] | None = None
+    verification_commands: list[str] | None = None
+
+
+class NoteIn(In):
+    body: str
+
+
 class BatchAccept(In):
     task_ids: list[str]
 
@@ -259,6 +288,41 @@ class SpecApproved(Out):
 class SpecMarkdown(Out):
     path: str
     markdown: str
+
+
+# -- decisions and search ---------------------------------------------------------------------
+
+
+class DecisionIn(In):
+    title: str
+    body: str = ""
+    spec_id: str | None = None
+    supersedes: str | None = Field(
+        default=None, description="DEC-<n> this decision replaces; that one is marked superseded."
+    )
+
+
+class DecisionList(Out):
+    items: list[Decision]
+
+
+class SearchHit(Out):
+    kind: Literal["decision", "spec", "task"]
+    id: str
+    title: str
+    status: str | None = None
+    score: float
+
+
+class SearchResults(Out):
+    items: list[SearchHit]
+
+
+# -- who is calling ---------------------------------------------------------------------------
+
+
+class Me(Out):
+    actor: str = Field(description="human:<name>, as history records it")
 
 
 # -- verification switch and config -----------------------------------------------------------

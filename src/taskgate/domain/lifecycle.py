@@ -35,6 +35,7 @@ class Action(StrEnum):
     VERIFY_ERROR = "verify_error"
     REOPEN = "reopen"
     BLOCKERS_DONE = "blockers_done"
+    BLOCKERS_ADDED = "blockers_added"
     REQUEUE = "requeue"
     BLOCK = "block"
     REVISE_SPEC = "revise_spec"
@@ -48,6 +49,7 @@ class Who(StrEnum):
     HOLDER = "holder"  # the agent holding the claim
     AGENT = "agent"
     HUMAN = "human"
+    EDITOR = "editor"  # a human or agent editing a task nobody holds
     SWEEPER = "sweeper"  # lease expiry, on any access or by the sweeper
     SERVER = "server"  # verification outcome decided by the server
 
@@ -102,6 +104,10 @@ _ROWS: list[Move] = [
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
+    # Not in DESIGN.md's table: an edit that gives a ready task an unfinished blocker makes it
+    # wait where the "blockers done" cascade will find it. (An edit that leaves a blocked task
+    # with no unfinished blocker is the row above, in the same commit as the edit.)
+    Move(S.READY, A.BLOCKERS_ADDED, S.BLOCKED, Who.EDITOR),
     Move(S.NEEDS_HUMAN, A.REQUEUE, S.READY, Who.HUMAN),
     Move(S.NEEDS_HUMAN, A.BLOCK, S.BLOCKED, Who.HUMAN),
     Move(S.NEEDS_HUMAN, A.REVISE_SPEC, S.BACKLOG, Who.HUMAN),

@@ -48,6 +48,24 @@ def check_blockers(ctx: Context, project: str, blocked_by: list[str], self_id: s
             raise not_found(f"blocker task {b}")
 
 
+def refuse_cycle(ctx: Context, task_id: str, blocked_by: list[str]) -> None:
+    """A task may not wait, directly or through others, for a task that waits for it: neither
+    would ever become ready. Walks the open tasks reachable through blocked_by."""
+    seen: set[str] = set()
+    frontier = list(blocked_by)
+    while frontier:
+        seen.update(frontier)
+        nxt: list[str] = []
+        for item in ctx.store.get_many([records.task_key(b) for b in frontier]):
+            other = records.load(Task, item)
+            if other.status in (Status.DONE, Status.CANCELLED):
+                continue
+            if task_id in other.blocked_by:
+                raise invalid(f"{other.id} already waits for {task_id}: blocked_by would make a cycle")
+            nxt += [b for b in other.blocked_by if b not in seen]
+        frontier = list(dict.fromkeys(nxt))
+
+
 def open_blockers(ctx: Context, task: Task) -> list[str]:
     if not task.blocked_by:
         return []

@@ -29,6 +29,7 @@ from taskgate.service import cascades, counters, records, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
+from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
@@ -205,10 +206,13 @@ def update(
     criteria: list[CriterionInput] | None = None,
     spec_criteria: list[str] | None = None,
     verification_commands: list[str] | None = None,
+    blocked_by: list[str] | None = None,
     status: str | None = None,
 ) -> Written:
-    """Edit a task that nobody is working on. Status is never written here: it moves only by
-    the lifecycle's actions (claim, submit, accept, reopen, cancel, resolve)."""
+    """Edit a task that nobody is working on. Status is never written directly: it moves only
+    by the lifecycle's actions. The one edit that moves it is `blocked_by`: a ready task given an
+    unfinished blocker becomes blocked, a blocked task left with none becomes ready, in the same
+    commit as the edit (guarded on the blockers it was decided from)."""
     project, _ = parse_task_id(tid)
     authorize(Op.UPDATE_TASK, who, project=project)
     if status is not None:
@@ -218,43 +222,64 @@ def update(
         )
     if priority is not None:
         _check_priority(priority)
-    old = ctx.task(tid)
-    if old.status not in UPDATABLE_STATUSES:
-        raise TaskgateError(
-            ErrorCode.WRONG_STATE,
-            f"{tid} is {old.status.value}; it can be edited only in backlog, ready, blocked or needs_human",
-            current_status=old.status.value,
-        )
-    changes: dict[str, Any] = {}
-    if title is not None:
-        if not title.strip():
-            raise invalid("title must not be empty")
-        changes["title"] = title
-    if description is not None:
-        changes["description"] = description
-    if priority is not None:
-        changes["priority"] = priority
-    if verification_commands is not None:
-        changes["verification_commands"] = verification_commands
-    spec = _resolve_spec(ctx, project, old.spec_id, spec_criteria or []) if old.spec_id else None
-    if spec_criteria is not None:
-        if old.spec_id is None:
-            raise invalid("spec_criteria needs a task linked to a spec")
-        changes["spec_criteria"] = spec_criteria
-    if criteria is not None:
-        changes["criteria"] = _own_criteria(tid, criteria)
-    if not changes:
-        raise invalid("nothing to update")
-    now = ctx.clock.now()
-    new = old.model_copy(update={**changes, "updated_at": now})
-    if not criteria_of(new, spec):
-        raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a task must keep at least one acceptance criterion")
-    warnings = _warnings(ctx, new, spec) if ("criteria" in changes or "spec_criteria" in changes) else []
-    ev = event(
-        who, "updated", project=project, at=now, task=old, fields=sorted(changes), warnings=warnings or None
-    )
-    ctx.commit([put_task(old, new), put_event(ev)])
-    return Written(new.model_copy(update={"version": old.version + 1}), warnings)
+    if title is not None and not title.strip():
+        raise invalid("title must not be empty")
+    if blocked_by is not None:
+        cascades.check_blockers(ctx, project, blocked_by, tid)
+
+    def attempt() -> Written:
+        old = ctx.task(tid)
+        if old.status not in UPDATABLE_STATUSES:
+            raise TaskgateError(
+                ErrorCode.WRONG_STATE,
+                f"{tid} is {old.status.value}; it can be edited only in backlog, ready, blocked or needs_human",
+                current_status=old.status.value,
+            )
+        given = {
+            "title": title,
+            "description": description,
+            "priority": priority,
+            "verification_commands": verification_commands,
+        }
+        changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        spec = _resolve_spec(ctx, project, old.spec_id, spec_criteria or []) if old.spec_id else None
+        if spec_criteria is not None:
+            if old.spec_id is None:
+                raise invalid("spec_criteria needs a task linked to a spec")
+            changes["spec_criteria"] = spec_criteria
+        if criteria is not None:
+            changes["criteria"] = _own_criteria(tid, criteria)
+        guards: list[StoreOp] = []
+        action: Action | None = None
+        if blocked_by is not None:
+            cascades.refuse_cycle(ctx, tid, blocked_by)
+            changes["blocked_by"] = blocked_by
+            blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by])
+            guards = [Check(b.pk, b.sk, b.version) for b in blockers]
+            waiting = any(b.data.get("status") != Status.DONE.value for b in blockers)
+            if old.status is Status.READY and waiting:
+                action = Action.BLOCKERS_ADDED
+            elif old.status is Status.BLOCKED and not waiting:
+                action = Action.BLOCKERS_DONE
+        if not changes:
+            raise invalid("nothing to update")
+        now = ctx.clock.now()
+        new = old.model_copy(update={**changes, "updated_at": now})
+        if not criteria_of(new, spec):
+            raise TaskgateError(
+                ErrorCode.EMPTY_CRITERIA, "a task must keep at least one acceptance criterion"
+            )
+        edited_criteria = "criteria" in changes or "spec_criteria" in changes
+        warnings = _warnings(ctx, new, spec) if edited_criteria else []
+        detail: dict[str, Any] = {"fields": sorted(changes), "warnings": warnings or None}
+        if action is not None:
+            new, ev = move(old, ctx.project(project), action, who, now, changes=changes, **detail)
+        else:
+            ev = event(who, "updated", project=project, at=now, task=old, **detail)
+        ctx.commit([put_task(old, new), put_event(ev), *guards])
+        return Written(new.model_copy(update={"version": old.version + 1}), warnings)
+
+    return ctx.retrying(attempt)
 
 
 def get(ctx: Context, who: Acting, tid: str) -> Task:

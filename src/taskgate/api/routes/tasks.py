@@ -1,5 +1,6 @@
-"""Tasks: list and create per project, read one with its history, runs and notes; and what
-humans do with submitted work: accept (one, or a low-risk batch), reopen, cancel, resolve."""
+"""Tasks: list and create per project, read one with its history, runs and notes, edit one
+nobody holds, add a note; and what humans do with submitted work: accept (one, or a low-risk
+batch), reopen, cancel, resolve."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ from taskgate.api.schemas import (
     BatchAccept,
     BatchResult,
     CancelIn,
+    NoteIn,
     ReopenIn,
     ResolveIn,
     TaskCreate,
     TaskDetail,
     TaskOut,
     TaskPage,
+    TaskPatch,
     TaskWritten,
 )
-from taskgate.domain.models import Status
+from taskgate.domain.models import Note, Status
 from taskgate.service import review, tasks
 
 H = Access.HUMAN
@@ -96,6 +99,37 @@ def get_task(
         notes=notes,
         notes_cursor=next_notes,
     )
+
+
+@route(
+    "PATCH",
+    "/api/tasks/<task_id>",
+    H,
+    summary="Edit a task nobody holds: title, description, priority, blockers, criteria",
+    tags=TAGS,
+    body=True,
+)
+def edit_task(task_id: str, body: TaskPatch) -> TaskWritten:
+    written = tasks.update(
+        runtime.context(),
+        caller(),
+        task_id,
+        title=body.title,
+        description=body.description,
+        priority=body.priority,
+        blocked_by=body.blocked_by,
+        criteria=body.criteria,
+        spec_criteria=body.spec_criteria,
+        verification_commands=body.verification_commands,
+    )
+    return TaskWritten(task=TaskOut.of(written.task), warnings=written.warnings)
+
+
+@route(
+    "POST", "/api/tasks/<task_id>/notes", H, summary="Add a note to a task", status=201, tags=TAGS, body=True
+)
+def add_note(task_id: str, body: NoteIn) -> Note:
+    return tasks.add_note(runtime.context(), caller(), task_id, body.body)
 
 
 @route("POST", "/api/tasks/<task_id>/accept", H, summary="Accept one task (any risk)", tags=TAGS)
