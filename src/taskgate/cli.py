@@ -111,6 +111,18 @@ def cmd_mcp_config(args: argparse.Namespace) -> None:
     _emit(args, {"url": url, "claude": claude, "config": config}, text)
 
 
+def cmd_board(args: argparse.Namespace) -> None:
+    """A fresh one-time sign-in link from the running local server (it reads the admin token
+    from the data dir, so nobody copies it), opened in the browser with --open."""
+    out = _client(args).call("POST", "/local/sign-in-link")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(out["url"])
+    minutes = int(out["expires_in"]) // 60
+    _emit(args, out, f"{out['url']}\n(one-time sign-in link for the board, valid {minutes} min)")
+
+
 def cmd_task_accept(args: argparse.Namespace) -> None:
     t = _client(args).call("POST", f"/api/tasks/{args.id}/accept")
     _emit(args, t, f"{t['id']} is {t['status']}")
@@ -245,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=2, help="handler calls served at once (default %(default)s)"
     )
     s.set_defaults(func=cmd_serve)
+
+    b = sub.add_parser("board", parents=[common], help="print a one-time sign-in link for the local board")
+    b.add_argument("--open", action="store_true", help="open it in the default browser")
+    b.set_defaults(func=cmd_board)
 
     proj = sub.add_parser("project", help="projects").add_subparsers(dest="sub", required=True)
     c = proj.add_parser("create", parents=[common])

@@ -231,6 +231,7 @@ class Refusal(Out):
     task_id: str
     code: ErrorCode
     message: str
+    hint: str
     current_status: str | None = None
 
 

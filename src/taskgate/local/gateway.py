@@ -4,14 +4,15 @@ the same Lambda handler function the cloud runs (in a worker thread), and serves
 from __future__ import annotations
 
 import json
-import mimetypes
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from taskgate.local.board import Board
 from taskgate.local.events import from_response, to_event
+from taskgate.local.signin import SignIn
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Scope = dict[str, Any]
@@ -61,9 +62,11 @@ class Gateway:
         max_body: int = MAX_BODY,
         handlers: dict[str, Handler] | None = None,
         workers: int = DEFAULT_WORKERS,
+        sign_in: SignIn | None = None,
     ) -> None:
         self.workers = workers
         self.web_root = web_root
+        self.board = Board(web_root, sign_in)
         self.max_body = max_body
         self._handlers: dict[str, Handler] = dict(handlers or {})  # "mcp"/"api" -> handler; else imported
         self._context = LambdaContext()
@@ -114,9 +117,13 @@ class Gateway:
                 )
                 return
         path: str = scope["path"]
+        if Board.handles(path):
+            named = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            await self.board.local(send, scope["method"], path, named, body)
+            return
         handler = self.handler_for(path)
         if handler is None:
-            await self._static(send, scope["method"], path)
+            await self.board.static(send, scope["method"], path)
             return
         event = to_event(
             method=scope["method"],
@@ -136,24 +143,3 @@ class Gateway:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
-
-    async def _static(self, send: Send, method: str, path: str) -> None:
-        if method not in ("GET", "HEAD"):
-            await self._send(send, 405, {"code": "E_VALIDATION", "message": "method not allowed"})
-            return
-        root = self.web_root.resolve()
-        target = (root / path.lstrip("/")).resolve()
-        if target.is_dir():
-            target = target / "index.html"
-        if not target.is_relative_to(root) or not target.is_file():
-            await self._send(send, 404, {"code": "E_NOT_FOUND", "message": f"{path} not found"})
-            return
-        payload = target.read_bytes()
-        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-        headers = [
-            (b"content-type", ctype.encode()),
-            (b"content-length", str(len(payload)).encode()),
-            (b"cache-control", b"no-cache"),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": payload if method == "GET" else b""})

@@ -49,8 +49,9 @@ def admin_token(data_dir: Path) -> tuple[str, Path]:
     return token, path
 
 
-def configure(options: ServeOptions) -> Path:
-    """Set the environment the handlers read (runtime.Settings), as Lambda's would be."""
+def configure(options: ServeOptions) -> tuple[str, Path]:
+    """Set the environment the handlers read (runtime.Settings), as Lambda's would be.
+    Returns the admin token and the file that holds it."""
     options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     token, token_path = admin_token(options.data_dir)
     os.environ["TASKGATE_ADMIN_TOKEN_HASH"] = secrets.digest(token)
@@ -65,7 +66,7 @@ def configure(options: ServeOptions) -> Path:
     if options.host not in ("127.0.0.1", "localhost", "::1"):
         hosts = os.environ.get("TASKGATE_ALLOWED_HOSTS", "127.0.0.1:*,localhost:*,[::1]:*")
         os.environ["TASKGATE_ALLOWED_HOSTS"] = f"{hosts},{options.host}:*"
-    return token_path
+    return token, token_path
 
 
 class Sweeper(threading.Thread):
@@ -104,18 +105,21 @@ def serve(options: ServeOptions) -> None:
     import uvicorn
 
     from taskgate import runtime
+    from taskgate.local.board import sign_in_url
     from taskgate.local.deadline import BodyDeadline
     from taskgate.local.gateway import MAX_BODY, Gateway
+    from taskgate.local.signin import CODE_TTL_S, SignIn
     from taskgate.service.sweeper import sweep
 
-    token_path = configure(options)
+    token, token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
     # Finish what a crash of the last run left half-done (cascades, lapsed leases) before
     # serving; afterwards the sweeper thread keeps at it.
     swept = sweep(ctx)
     if swept.expired or swept.cascaded:
         log.warning("on start: %d leases expired, %d tasks repaired", len(swept.expired), len(swept.cascaded))
-    gateway = Gateway(workers=options.workers)
+    sign_in = SignIn(token)
+    gateway = Gateway(workers=options.workers, sign_in=sign_in)
     gateway.warm()
     sweeper = Sweeper()
     sweeper.start()
@@ -123,6 +127,11 @@ def serve(options: ServeOptions) -> None:
     print(f"taskgate serving on {base}", flush=True)
     if (gateway.web_root / "index.html").is_file():
         print(f"  board:       {base}/", flush=True)
+        print(
+            f"  sign in:     {sign_in_url(base, sign_in.mint())}\n"
+            f"               (one-time link, valid {CODE_TTL_S // 60} min; `taskgate board` prints a new one)",
+            flush=True,
+        )
     print(f"  MCP:         {base}/mcp", flush=True)
     print(f"  REST API:    {base}/api  (docs: {base}/api/docs)", flush=True)
     print(f"  admin token: {token_path}", flush=True)

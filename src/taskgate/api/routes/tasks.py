@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from taskgate import runtime
 from taskgate.api.access import Access, caller, route
+from taskgate.api.errors import HINTS
 from taskgate.api.schemas import (
     BatchAccept,
     BatchResult,
@@ -24,6 +25,7 @@ from taskgate.api.schemas import (
     TaskPatch,
     TaskWritten,
 )
+from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import Note, Status
 from taskgate.service import review, tasks
 
@@ -147,9 +149,8 @@ def accept_task(task_id: str) -> TaskOut:
 )
 def accept_batch(project: str, body: BatchAccept) -> BatchResult:
     out = review.accept_batch(runtime.context(), caller(), body.task_ids, project=project)
-    return BatchResult.model_validate(
-        {"accepted": [TaskOut.of(t) for t in out.accepted], "refused": out.refused}
-    )
+    refused = [{**r, "hint": HINTS[ErrorCode(r["code"])]} for r in out.refused]
+    return BatchResult.model_validate({"accepted": [TaskOut.of(t) for t in out.accepted], "refused": refused})
 
 
 @route(

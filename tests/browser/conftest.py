@@ -1,0 +1,71 @@
+"""One Chromium and one `taskgate serve` per test process; a fresh browser context (its own
+sessionStorage) and a guarded page per test. Each test works in a project of its own."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.browser.support import CHROMIUM, FLAGS, Guard, Site
+from tests.support.server import start
+
+os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"  # never fetch a browser of its own
+_names = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).is_file(), f"{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does)"
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    server = start(tmp_path_factory.mktemp("board") / "data", extra=["--admin-name", "alice"])
+    assert server.proc.stdout is not None
+    banner = []
+    while not banner or not banner[-1].startswith("  store:"):
+        banner.append(server.proc.stdout.readline().rstrip("\n"))
+    try:
+        yield Site(server, banner)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def guard_and_page(browser: Browser, site: Site) -> Iterator[tuple[Guard, Page]]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    context.set_default_timeout(10_000)
+    guard = Guard(context, site.url)
+    page = context.new_page()
+    try:
+        yield guard, page
+    finally:
+        context.close()
+    guard.check()
+
+
+@pytest.fixture
+def page(guard_and_page: tuple[Guard, Page]) -> Page:
+    return guard_and_page[1]
+
+
+@pytest.fixture
+def guard(guard_and_page: tuple[Guard, Page]) -> Guard:
+    return guard_and_page[0]
+
+
+@pytest.fixture
+def project(site: Site) -> str:
+    """A fresh project for this test."""
+    return site.project(f"p{next(_names)}-{os.getpid() % 10000}")
