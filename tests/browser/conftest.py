@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests.browser.scene import Scene, build
 from tests.browser.support import CHROMIUM, FLAGS, Guard, Site
 from tests.support.server import start
 
@@ -69,3 +70,9 @@ def guard(guard_and_page: tuple[Guard, Page]) -> Guard:
 def project(site: Site) -> str:
     """A fresh project for this test."""
     return site.project(f"p{next(_names)}-{os.getpid() % 10000}")
+
+
+@pytest.fixture(scope="session")
+def scene(site: Site) -> Scene:
+    """A project in every state the board shows (see scene.py); tests only read it."""
+    return build(site, f"scene-{os.getpid() % 10000}")

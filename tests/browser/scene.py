@@ -34,10 +34,14 @@ def build(site: Site, project: str) -> Scene:
             {
                 "project": project,
                 "title": "Health endpoint",
-                "body": "GET /healthz answers 200 with {\"status\": \"ok\"}.",
+                "body": 'GET /healthz answers 200 with {"status": "ok"}.',
                 "risk": "low",
                 "criteria": [
-                    {"text": "GET /healthz returns 200", "kind": "test", "verify_ref": "tests.test_health.test_ok"},
+                    {
+                        "text": "GET /healthz returns 200",
+                        "kind": "test",
+                        "verify_ref": "tests.test_health.test_ok",
+                    },
                     {"text": "The handler is documented", "kind": "review"},
                 ],
             },
@@ -47,20 +51,70 @@ def build(site: Site, project: str) -> Scene:
         site,
         arch,
         ("approve_spec", {"project": project, "spec_id": spec["id"]}),
-        ("create_task", {"project": project, "title": "Implement /healthz", "spec_id": spec["id"], "priority": 8}),
-        ("create_task", {"project": project, "title": "Add request logging", "priority": 5, "risk": "medium",
-                         "description": "Log method, path, status and duration of every request.",
-                         "criteria": [{"text": "tests.test_log passes", "kind": "test", "verify_ref": "tests.test_log"}]}),
-        ("create_task", {"project": project, "title": "Rate-limit the API", "priority": 6, "risk": "high",
-                         "criteria": [{"text": "429 after 100 requests a minute"}]}),
-        ("create_task", {"project": project, "title": "Document the API", "priority": 3,
-                         "criteria": [{"text": "docs/api.md lists every route"}]}),
-        ("create_task", {"project": project, "title": "Pick a database", "priority": 4, "risk": "medium",
-                         "criteria": [{"text": "a decision is logged"}]}),
-        ("create_task", {"project": project, "title": "Write the changelog", "priority": 1,
-                         "criteria": [{"text": "CHANGELOG.md has the release"}]}),
-        ("create_task", {"project": project, "title": "Drop the XML endpoint", "priority": 0,
-                         "criteria": [{"text": "nothing answers XML"}]}),
+        (
+            "create_task",
+            {"project": project, "title": "Implement /healthz", "spec_id": spec["id"], "priority": 8},
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Add request logging",
+                "priority": 5,
+                "risk": "medium",
+                "description": "Log method, path, status and duration of every request.",
+                "criteria": [
+                    {"text": "tests.test_log passes", "kind": "test", "verify_ref": "tests.test_log"}
+                ],
+            },
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Rate-limit the API",
+                "priority": 6,
+                "risk": "high",
+                "criteria": [{"text": "429 after 100 requests a minute"}],
+            },
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Document the API",
+                "priority": 3,
+                "criteria": [{"text": "docs/api.md lists every route"}],
+            },
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Pick a database",
+                "priority": 4,
+                "risk": "medium",
+                "criteria": [{"text": "a decision is logged"}],
+            },
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Write the changelog",
+                "priority": 1,
+                "criteria": [{"text": "CHANGELOG.md has the release"}],
+            },
+        ),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Drop the XML endpoint",
+                "priority": 0,
+                "criteria": [{"text": "nothing answers XML"}],
+            },
+        ),
         ("log_decision", {"project": project, "title": "Health answers XML", "body": "Legacy clients."}),
     )
     health, logging, ratelimit, docs, database, changelog, xml = (t["task"]["id"] for t in made[1:8])
@@ -76,16 +130,40 @@ def build(site: Site, project: str) -> Scene:
     migrate = mcp(
         site,
         arch,
-        ("create_task", {"project": project, "title": "Migrate the config", "blocked_by": [ratelimit],
-                         "criteria": [{"text": "old keys still load"}]}),
-        ("log_decision", {"project": project, "title": "Health answers JSON", "body": "Always JSON.",
-                          "supersedes": "DEC-1"}),
+        (
+            "create_task",
+            {
+                "project": project,
+                "title": "Migrate the config",
+                "blocked_by": [ratelimit],
+                "criteria": [{"text": "old keys still load"}],
+            },
+        ),
+        (
+            "log_decision",
+            {
+                "project": project,
+                "title": "Health answers JSON",
+                "body": "Always JSON.",
+                "supersedes": "DEC-1",
+            },
+        ),
     )[0]
     scene.ids["migrate"] = migrate["task"]["id"]
-    draft = site.ok("POST", f"/api/projects/{project}/specs", {"title": "Metrics endpoint", "risk": "medium",
-                    "criteria": [{"text": "GET /metrics is Prometheus text"}]})
-    scene.ids["backlog"] = str(site.ok("POST", f"/api/projects/{project}/tasks", {"title": "Expose /metrics",
-                               "spec_id": draft["id"]})["task"]["id"])
+    draft = site.ok(
+        "POST",
+        f"/api/projects/{project}/specs",
+        {
+            "title": "Metrics endpoint",
+            "risk": "medium",
+            "criteria": [{"text": "GET /metrics is Prometheus text"}],
+        },
+    )
+    scene.ids["backlog"] = str(
+        site.ok(
+            "POST", f"/api/projects/{project}/tasks", {"title": "Expose /metrics", "spec_id": draft["id"]}
+        )["task"]["id"]
+    )
 
     # Verification on: a local verifier key and a config.
     site.verifier_key(project)
@@ -102,8 +180,13 @@ def build(site: Site, project: str) -> Scene:
         logging,
         exit_code=1,
         output="FAILED tests/test_log.py::test_duration - KeyError: 'duration'\n1 failed, 3 passed",
-        results={own: {"result": "fail", "detail": "test_duration failed: KeyError 'duration'",
-                       "source": {"check": "unit", "report": "reports/junit.xml", "ref": "tests.test_log"}}},
+        results={
+            own: {
+                "result": "fail",
+                "detail": "test_duration failed: KeyError 'duration'",
+                "source": {"check": "unit", "report": "reports/junit.xml", "ref": "tests.test_log"},
+            }
+        },
     )
 
     submit(site, ada, project, docs)
@@ -111,11 +194,25 @@ def build(site: Site, project: str) -> Scene:
 
     submit(site, ada, project, changelog)
     site.verify(project, changelog)
-    mcp(site, deputy, ("accept_tasks", {"project": project, "task_ids": [changelog], "on_behalf_of": f"human:{ADMIN}"}))
+    mcp(
+        site,
+        deputy,
+        ("accept_tasks", {"project": project, "task_ids": [changelog], "on_behalf_of": f"human:{ADMIN}"}),
+    )
 
     token = claim(site, bob, project, database)
-    mcp(site, bob, ("escalate", {"task_id": database, "claim_token": token,
-                                 "question": "Postgres or SQLite? The spec does not say."}))
+    mcp(
+        site,
+        bob,
+        (
+            "escalate",
+            {
+                "task_id": database,
+                "claim_token": token,
+                "question": "Postgres or SQLite? The spec does not say.",
+            },
+        ),
+    )
     site.ok("POST", f"/api/tasks/{xml}/cancel", {"reason": "XML clients are gone"})
 
     claim(site, bob, project, ratelimit)

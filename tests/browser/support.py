@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx2
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Request
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Request, expect
 
 from tests.support.server import Server
 
@@ -42,7 +44,9 @@ FLAGS = [
 SHA = "0123456789abcdef0123456789abcdef01234567"
 ADMIN = "alice"
 CONFIG = {
-    "checks": {"unit": {"command": "pytest --junitxml=reports/junit.xml", "report": {"path": "reports/junit.xml"}}}
+    "checks": {
+        "unit": {"command": "pytest --junitxml=reports/junit.xml", "report": {"path": "reports/junit.xml"}}
+    }
 }
 _LOAD_FAILED = re.compile(r"^Failed to load resource: the server responded with a status of (\d{3})")
 
@@ -103,7 +107,12 @@ class Site:
         return name
 
     def agent_key(self, name: str, *, delegate: bool = False, role: str = "executor") -> str:
-        body = {"kind": "agent", "name": name, "role": role, "delegations": [f"human:{ADMIN}"] if delegate else []}
+        body = {
+            "kind": "agent",
+            "name": name,
+            "role": role,
+            "delegations": [f"human:{ADMIN}"] if delegate else [],
+        }
         key: str = self.ok("POST", "/api/keys", body)["key"]
         return key
 
@@ -140,10 +149,22 @@ class Site:
             body["error"] = error
         else:
             if reviewed:
-                verdicts = {c: {"result": "pass", "rationale": "the diff does what it says"} for c in reviewed}
-                self.ok("POST", f"{run}/review", {"results": verdicts}, token=self.verifier_key(project, "reviewer"))
+                verdicts = {
+                    c: {"result": "pass", "rationale": "the diff does what it says"} for c in reviewed
+                }
+                self.ok(
+                    "POST",
+                    f"{run}/review",
+                    {"results": verdicts},
+                    token=self.verifier_key(project, "reviewer"),
+                )
             body["checks"] = {
-                "unit": {"exit_code": exit_code, "output_tail": output, "duration_ms": 4210, "timed_out": False}
+                "unit": {
+                    "exit_code": exit_code,
+                    "output_tail": output,
+                    "duration_ms": 4210,
+                    "timed_out": False,
+                }
             }
             body["results"] = results or {
                 c: {
@@ -257,7 +278,16 @@ def sign_in(page: Page, site: Site, query: str = "") -> None:
     link = site.sign_in_link()
     base, _, fragment = link.partition("#")
     page.goto(f"{base}{query}#{fragment}")
-    page.get_by_text(f"human:{ADMIN}").wait_for()
+    expect(page.locator(".who strong")).to_have_text(f"human:{ADMIN}")
+
+
+def until(page: Page, condition: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    """Poll `condition` (which may evaluate in the page) until true or the deadline passes.
+    (Playwright's wait_for_function evaluates a string, which the board's CSP forbids.)"""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        page.wait_for_timeout(50)
 
 
 def no_unlabelled_controls(page: Page) -> list[str]:

@@ -112,6 +112,15 @@ function signInScreen(error) {
   token.focus();
 }
 
+function whoAmI() {
+  return h(
+    "div",
+    { class: "who" },
+    h("span", {}, "Signed in as ", h("strong", {}, app.me.actor)),
+    h("button", { type: "button", class: "secondary", onClick: () => signOut() }, "Sign out"),
+  );
+}
+
 function shell() {
   const picker = h(
     "select",
@@ -142,12 +151,7 @@ function shell() {
       h("span", { class: "brand" }, "taskgate"),
       h("div", { class: "field inline" }, h("label", { for: picker.id }, "Project"), picker),
       nav,
-      h(
-        "div",
-        { class: "who" },
-        h("span", {}, "Signed in as ", h("strong", {}, app.me.actor)),
-        h("button", { type: "button", class: "secondary", onClick: () => signOut() }, "Sign out"),
-      ),
+      whoAmI(),
     ),
     h("p", { id: "offline", role: "status", hidden: true }, "The server is not answering; retrying."),
     statusArea,
@@ -199,6 +203,7 @@ async function enter() {
   if (!app.projects.length) {
     replace(
       root,
+      h("header", { class: "topbar" }, h("span", { class: "brand" }, "taskgate"), whoAmI()),
       h(
         "main",
         { class: "sign-in" },

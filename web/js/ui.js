@@ -118,7 +118,7 @@ export function actionDialog({ title, body, fields = [], confirm, run, danger = 
 // The secret of a newly minted key: shown once, with a copy button and a warning; "Done"
 // removes it from the page (and from memory: nothing else keeps it).
 export function secretOnce(container, { title, secret, onDone }) {
-  const input = h("input", { type: "text", readonly: true, value: secret, class: "secret", "aria-label": "New key" });
+  const input = h("input", { type: "text", readonly: true, value: secret, class: "secret", "aria-label": "Secret of the new key" });
   const copied = h("span", { role: "status", class: "copied" });
   const box = h(
     "section",

@@ -62,7 +62,7 @@ export function mountBoard(root, app) {
     h("div", { class: "field" }, h("label", { for: riskSel.id }, "Risk"), riskSel),
     h("div", { class: "field" }, h("label", { for: agentSel.id }, "Agent"), agentSel),
     h("div", { class: "field grow" }, h("label", { for: textIn.id }, "Text"), textIn),
-    h("div", { class: "batch", "aria-label": "Batch accept (low risk)" }, batchBtn, clearBtn),
+    h("div", { class: "batch", role: "group", "aria-label": "Batch accept (low risk)" }, batchBtn, clearBtn),
   );
   replace(root, h("h1", { class: "sr-only" }, `Board of ${project()}`), toolbar, countEl, h("div", { class: "board-body" }, columnsEl, drawerEl));
 

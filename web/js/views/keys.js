@@ -8,7 +8,7 @@ import { keyTable, revokeKey } from "./verifiers.js";
 export function mountKeys(root, app) {
   const secretEl = h("div", {});
   const tableEl = h("div", {});
-  const name = h("input", { id: "ak-name", type: "text", required: true, pattern: "[a-z0-9][a-z0-9._-]{0,63}" });
+  const name = h("input", { id: "ak-name", type: "text", required: true, pattern: "[a-z0-9][a-z0-9._\\-]{0,63}" });
   const role = h("select", { id: "ak-role" }, h("option", { value: "executor" }, "executor: claims and does tasks"), h("option", { value: "architect" }, "architect: may also approve low-risk specs"));
   const scope = h("select", { id: "ak-scope" });
   const delegate = h("input", { id: "ak-delegate", type: "checkbox" });
