@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1  # the browser tests use Debian's /usr/bin/chromium
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

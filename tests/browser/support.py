@@ -213,14 +213,27 @@ def claim(site: Site, key: str, project: str, tid: str) -> str:
     return token
 
 
+async def _submit(url: str, key: str, project: str, tid: str, self_report: dict[str, str] | None) -> None:
+    async with _session(url, key) as c:
+        claimed = await c.call_tool("claim_task", {"project": project, "task_id": tid})
+        assert not claimed.is_error and claimed.structured_content is not None, claimed.content
+        args: dict[str, Any] = {
+            "task_id": tid,
+            "claim_token": claimed.structured_content["claim_token"],
+            "commit_sha": SHA,
+            "evidence": "tests pass",
+        }
+        if self_report:
+            args["self_report"] = self_report
+        done = await c.call_tool("submit_task", args)
+        assert not done.is_error, done.content
+
+
 def submit(
     site: Site, key: str, project: str, tid: str, *, self_report: dict[str, str] | None = None
 ) -> None:
-    token = claim(site, key, project, tid)
-    args: dict[str, Any] = {"task_id": tid, "claim_token": token, "commit_sha": SHA, "evidence": "tests pass"}
-    if self_report:
-        args["self_report"] = self_report
-    mcp(site, key, ("submit_task", args))
+    """An agent claims a task and submits it, over one MCP session."""
+    _LOOP.submit(asyncio.run, _submit(site.url, key, project, tid, self_report)).result(timeout=60)
 
 
 # -- the browser -----------------------------------------------------------------------------

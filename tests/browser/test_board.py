@@ -196,6 +196,7 @@ def test_a_narrow_window_stacks_the_columns(page: Page, site: Site, scene: Scene
     assert len(xs) == 1 and ys == sorted(ys), (xs, ys)
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     card(page, scene.ids["logging"]).get_by_role("button").click()
+    expect(page.locator("#drawer").get_by_role("heading", level=2)).to_contain_text("Add request logging")
     drawer = page.locator("#drawer").bounding_box()
     assert drawer is not None and drawer["width"] > 340
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

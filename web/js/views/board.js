@@ -122,7 +122,12 @@ export function mountBoard(root, app) {
     );
     if (task.claim) {
       parts.push(
-        h("p", { class: "card-claim" }, h("span", { class: "claimant" }, task.claim.actor), " · lease ", h("span", { class: "countdown", dataset: { expires: task.claim.expires_at } }, countdown(task.claim.expires_at))),
+        h(
+          "p",
+          { class: "card-claim" },
+          h("span", { class: "claimant" }, task.claim.actor),
+          h("span", {}, "lease ", h("span", { class: "countdown", dataset: { expires: task.claim.expires_at } }, countdown(task.claim.expires_at))),
+        ),
       );
     }
     const flags = flagsOf(task);
