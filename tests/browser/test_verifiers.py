@@ -3,11 +3,18 @@ once and never again, revoking, and the config editor with the server's errors i
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import Guard, Site, sign_in
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def keys_of(site: Site, project: str) -> list[dict[str, Any]]:
@@ -139,3 +146,28 @@ def test_the_config_editor_shows_errors_in_place_and_saves(
     assert (
         saved["checks"]["unit"]["command"] == "pytest -q" and saved["checks"]["unit"]["timeout_minutes"] == 20
     )
+
+
+def test_start_from_project_commands_fills_the_editor_and_saves_nothing(
+    page: Page, site: Site, project: str
+) -> None:
+    site.ok(
+        "PUT",
+        f"/api/projects/{project}/execution-defaults",
+        {"verification_commands": ["pytest --junitxml=reports/junit.xml", "ruff check ."]},
+    )
+    sign_in(page, site, f"?project={project}&view=verifiers")
+    page.get_by_role("button", name="Start from project commands").click()
+    editor = page.get_by_label("Verifier config (JSON)")
+    expect(editor).to_be_focused()
+    draft = json.loads(editor.input_value())
+    assert draft == _without_nulls(site.ok("GET", f"/api/projects/{project}/verifier-config/draft")["config"])
+    commands = [c["command"] for c in draft["checks"].values()]
+    assert commands == ["pytest --junitxml=reports/junit.xml", "ruff check ."]
+    notes = page.locator("form.config-form ul.notes li")
+    expect(notes.first).to_contain_text("Review every command before saving")
+    assert site.ok("GET", f"/api/projects/{project}/verifier-config")["config"] is None  # not saved
+    page.get_by_role("button", name="Save config").click()
+    expect(page.get_by_role("status").filter(has_text="saved")).to_be_visible()
+    saved = site.ok("GET", f"/api/projects/{project}/verifier-config")["config"]
+    assert [c["command"] for c in saved["checks"].values()] == commands
