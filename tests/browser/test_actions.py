@@ -143,21 +143,35 @@ def test_verify_again_after_three_verifier_errors(page: Page, site: Site, projec
 def test_a_refusal_shows_the_servers_code_and_hint(
     page: Page, guard: Guard, site: Site, project: str
 ) -> None:
+    """The human opens the edit dialog; an agent claims the task meanwhile; saving is refused,
+    and the dialog says why, with the server's code, hint and the task's status now."""
+    tid = site.rest_task(project, "Add /healthz")
+    sign_in(page, site, f"?project={project}&task={tid}")
+    drawer(page).get_by_role("button", name="Edit…").click()
+    dialog(page).get_by_label("Title").fill("Add /healthz and /readyz")
+    claim(site, site.agent_key(f"fast-{tid}"), project, tid)
+    before = site.task(tid)
+    guard.expect(409)
+    dialog(page).get_by_role("button", name="Save changes").click()
+    alert = dialog(page).get_by_role("alert")
+    expect(alert.locator(".code")).to_have_text("E_WRONG_STATE")
+    expect(alert).to_contain_text(
+        f"{tid} is claimed; it can be edited only in backlog, ready, blocked or needs_human"
+    )
+    expect(alert.locator(".hint")).to_have_text("Reload, and act on the record's current status.")
+    expect(alert).to_contain_text("Its status now: claimed")
+    dialog(page).get_by_role("button", name="Back").click()
+    expect(dialog(page)).to_have_count(0)
+    assert site.task(tid) == before
+
+
+def test_work_waiting_for_the_verifier_offers_no_accept(page: Page, site: Site, project: str) -> None:
     site.verifier_key(project)
     site.ok("PUT", f"/api/projects/{project}/verifier-config", {"checks": {"unit": {"command": "pytest"}}})
     site.ok("PUT", f"/api/projects/{project}/verification", {"on": True})
     tid = submitted(site, project, "Add /healthz")
-    before = site.task(tid)
     sign_in(page, site, f"?project={project}&task={tid}")
-    guard.expect(409)
-    drawer(page).get_by_role("button", name="Accept").click()
-    dialog(page).get_by_role("button", name="Accept").click()
-    alert = dialog(page).get_by_role("alert")
-    expect(alert.locator(".code")).to_have_text("E_WRONG_STATE")
-    expect(alert).to_contain_text(
-        "cannot accept a task in status needs_verification while verification is on"
-    )
-    expect(alert.locator(".hint")).to_have_text("Reload, and act on the record's current status.")
-    expect(alert).to_contain_text("Its status now: needs verification")
-    dialog(page).get_by_role("button", name="Back").click()
-    assert site.task(tid) == before
+    expect(drawer(page)).to_contain_text("Waiting for the verifier")
+    expect(drawer(page).get_by_role("button", name="Accept")).to_have_count(0)
+    expect(drawer(page).get_by_role("button", name="Reopen…")).to_have_count(0)
+    expect(page.get_by_label(f"Select {tid} for batch accept")).to_have_count(0)

@@ -101,7 +101,11 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     const base = `/api/tasks/${enc(id)}`;
     const buttons = [];
     const risky = task.risk !== "low";
-    if (task.status === "needs_verification" || task.status === "verified") {
+    const waiting = task.status === "needs_verification" && app.projectRecord.verification_on;
+    if (waiting) {
+      buttons.push(h("p", { class: "muted" }, "Waiting for the verifier: it can be accepted once verified."));
+    }
+    if ((task.status === "needs_verification" && !waiting) || task.status === "verified") {
       buttons.push(
         h("button", {
           type: "button",
@@ -120,7 +124,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Accept"),
       );
     }
-    if (["needs_verification", "verified", "done"].includes(task.status)) {
+    if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status)) {
       buttons.push(
         h("button", {
           type: "button",
