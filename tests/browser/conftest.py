@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from tests.browser.scene import Scene, build
 from tests.browser.support import CHROMIUM, FLAGS, Guard, Site
@@ -19,15 +19,47 @@ os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"  # never fetch a browser of
 _names = itertools.count(1)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    assert Path(CHROMIUM).is_file(), f"{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does)"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
+class _Chromium:
+    """One Chromium per test process, started when a browser test needs it and stopped as soon
+    as the next test is not a browser test: Playwright's sync API keeps its event loop marked
+    running on this thread, which would break every later test that calls asyncio.run()."""
+
+    def __init__(self) -> None:
+        self._pw: Playwright | None = None
+        self._browser: Browser | None = None
+
+    def get(self) -> Browser:
+        if self._browser is None:
+            assert Path(CHROMIUM).is_file(), (
+                f"{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does)"
+            )
+            self._pw = sync_playwright().start()
+            self._browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        return self._browser
+
+    def stop(self) -> None:
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = None
+        if self._pw is not None:
+            self._pw.stop()
+            self._pw = None
+
+
+_CHROMIUM = _Chromium()
+_HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    yield  # the test's own fixtures (its browser context) are closed first
+    if nextitem is None or _HERE not in Path(nextitem.path).resolve().parents:
+        _CHROMIUM.stop()
+
+
+@pytest.fixture
+def browser() -> Browser:
+    return _CHROMIUM.get()
 
 
 @pytest.fixture(scope="session")

@@ -234,3 +234,16 @@ def test_keyboard_reaches_everything_and_every_control_is_labelled(
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         page.wait_for_load_state("networkidle")
         assert no_unlabelled_controls(page) == [], view
+
+
+def test_opening_the_board_mounts_it_once(page: Page, site: Site, project: str) -> None:
+    """Without a project in the URL the board picks one and records it: one board, one poller."""
+    lists: list[str] = []
+    page.on(
+        "request", lambda r: lists.append(r.url) if re.search(r"/api/projects/[^/]+/tasks", r.url) else None
+    )
+    sign_in(page, site)
+    expect(page).to_have_url(re.compile(r"[?&]project="))
+    expect(page.locator(".board-count")).to_contain_text("tasks shown")
+    page.wait_for_timeout(1000)  # less than one poll interval: only the first load may have happened
+    assert len(lists) == 1, lists

@@ -215,8 +215,9 @@ async function enter() {
   }
   const wanted = url.param("project");
   app.project = app.projects.some((p) => p.name === wanted) ? wanted : app.projects[0].name;
-  url.set({ project: app.project });
+  url.set({ project: app.project }, { silent: true });
   await app.reloadProject();
+  if (mounted) mounted.handle.unmount();
   mounted = null;
   await mountView();
   return true;

@@ -11,8 +11,9 @@ export function params() {
   return Object.fromEntries(new URLSearchParams(location.search));
 }
 
-// set({view: "specs", spec: null}, {push: true}); null or "" removes a parameter.
-export function set(changes, { push = false } = {}) {
+// set({view: "specs", spec: null}, {push: true}); null or "" removes a parameter. `silent`:
+// record it without telling the listeners (the caller renders what follows itself).
+export function set(changes, { push = false, silent = false } = {}) {
   const p = new URLSearchParams(location.search);
   for (const [k, v] of Object.entries(changes)) {
     if (v === null || v === undefined || v === "") p.delete(k);
@@ -23,7 +24,7 @@ export function set(changes, { push = false } = {}) {
   if (url === `${location.pathname}${location.search}`) return;
   if (push) history.pushState(null, "", url);
   else history.replaceState(null, "", url);
-  for (const fn of listeners) fn(changes);
+  if (!silent) for (const fn of listeners) fn(changes);
 }
 
 export function onChange(fn) {
