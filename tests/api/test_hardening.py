@@ -78,6 +78,19 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
             f"/api/tasks/{ids['escalated']}/resolve",
             {"resolution": "requeue", "note": "go on"},
         ),
+        (
+            "admin",
+            "PATCH",
+            f"/api/tasks/{ids['ready']}",
+            {"title": "T2", "description": "more", "blocked_by": [ids["submitted"]], "criteria": crit},
+        ),
+        ("admin", "POST", f"/api/tasks/{ids['ready']}/notes", {"body": "a note"}),
+        (
+            "admin",
+            "POST",
+            "/api/projects/demo/decisions",
+            {"title": "D", "body": "why", "spec_id": ids["approved"]},
+        ),
         ("admin", "PUT", "/api/projects/demo/verification", {"on": False}),
         (
             "admin",

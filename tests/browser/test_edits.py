@@ -212,3 +212,21 @@ def test_a_submitted_task_shows_its_submission(page: Page, site: Site, project: 
     drawer.get_by_text("Submitted 0123456789ab").click()
     expect(drawer.locator(".attempt pre")).to_have_text("tests pass")
     expect(drawer.locator("table.criteria-table td").nth(3)).to_have_text("pass")
+
+
+def test_the_drawer_follows_the_pages_of_a_long_past(page: Page, site: Site, project: str) -> None:
+    """GET /api/tasks/{id} pages history and notes; the drawer shows all of both."""
+    tid = site.rest_task(project, "Long-lived")
+    for i in range(55):
+        site.ok("POST", f"/api/tasks/{tid}/notes", {"body": f"note {i}"})
+    for i in range(52):
+        site.ok("PATCH", f"/api/tasks/{tid}", {"priority": i + 1})
+    sign_in(page, site, f"?project={project}&task={tid}")
+    drawer = page.locator("#drawer")
+    notes = drawer.locator("ul.notes > li")
+    expect(notes).to_have_count(55)
+    expect(notes.first).to_contain_text("note 0")
+    expect(notes.last).to_contain_text("note 54")
+    events = drawer.locator("ol.timeline > li")
+    expect(events).to_have_count(53)  # created, then 52 edits
+    expect(events.last).to_contain_text('fields: ["priority"]')

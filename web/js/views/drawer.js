@@ -9,6 +9,8 @@ import { actionDialog, notify, refusal } from "../ui.js";
 import { flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
 
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
+const PAGE = 50;
+const MAX_PAGES = 40;
 
 function lastFinishedRun(runs) {
   for (let i = runs.length - 1; i >= 0; i -= 1) if (runs[i].status !== "running") return runs[i];
@@ -49,8 +51,27 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     el.replaceChildren();
   }
 
+  // The task with all of its history and notes: GET /api/tasks/{id} pages both (oldest first),
+  // so follow each cursor until it ends (bounded, for a task with a very long past).
   async function load(id) {
-    const detail = await get(`/api/tasks/${enc(id)}`);
+    const path = `/api/tasks/${enc(id)}`;
+    const first = await get(path, { limit: PAGE });
+    const history = [...first.history];
+    const notes = [...first.notes];
+    let hc = first.history_cursor;
+    let nc = first.notes_cursor;
+    for (let pages = 1; (hc || nc) && pages < MAX_PAGES; pages += 1) {
+      const more = await get(path, { limit: PAGE, history_cursor: hc, notes_cursor: nc });
+      if (hc) {
+        history.push(...more.history);
+        hc = more.history_cursor;
+      }
+      if (nc) {
+        notes.push(...more.notes);
+        nc = more.notes_cursor;
+      }
+    }
+    const detail = { ...first, history, notes, truncated: Boolean(hc || nc) };
     let s = null;
     if (detail.task.spec_id) s = await get(`/api/projects/${enc(detail.task.project)}/specs/${enc(detail.task.spec_id)}`);
     return [detail, s];
@@ -388,10 +409,11 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     );
   }
 
-  function historySection(history) {
+  function historySection(history, truncated) {
     return section(
       "History",
       "history",
+      truncated ? h("p", { class: "muted" }, `The first ${history.length} events; the rest are in the API.`) : null,
       h(
         "ol",
         { class: "timeline" },
@@ -452,7 +474,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
       attemptsSection(task),
       runsSection(runs),
       notesSection(task, notes),
-      historySection(history),
+      historySection(history, data.truncated),
     ];
   }
 
