@@ -331,14 +331,21 @@ def test_verify_needs_a_key_and_a_reachable_server(tmp_path: Path) -> None:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie waiting for its parent is not running
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+def _alive(pid: int, settle_s: float = 5.0) -> bool:
+    """Whether `pid` is still running once a kill had time to land (a signal is delivered after
+    kill() returns; a zombie waiting for its parent is not running)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z":
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
 
 
 def _wait_for(cond: Any, timeout: float = 60) -> None:
