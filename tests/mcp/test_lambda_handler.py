@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from taskgate import runtime
-from taskgate.auth import secrets
 from taskgate.domain.models import AgentRole, CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
 from taskgate.mcp.app import build_app
 from taskgate.mcp.handler import handler
-from taskgate.service import keys, projects, tasks
+from taskgate.service import keys, projects, secrets, tasks
 from taskgate.service.context import Context
 from tests.mcp.events import (
     HOST,

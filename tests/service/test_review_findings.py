@@ -264,9 +264,9 @@ def test_revising_a_spec_sends_its_unclaimed_tasks_back_to_backlog(world: World)
 
 
 def test_keys_name_their_id_and_old_style_keys_are_found_by_hash(world: World) -> None:
-    from taskgate.auth import secrets as keysecrets
     from taskgate.domain.models import Credential, CredentialKind
     from taskgate.service import keys, records
+    from taskgate.service import secrets as keysecrets
     from taskgate.store.port import Put
 
     world.project()

@@ -11,10 +11,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from taskgate.auth import secrets
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import Principal, human
-from taskgate.service import keys
+from taskgate.service import keys, secrets
 from taskgate.service.context import Context
 
 _HUMAN_NAME = re.compile(r"[^a-z0-9._-]+")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from taskgate.auth import secrets
+from taskgate.service import secrets
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from taskgate import telemetry
-from taskgate.auth import secrets
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
@@ -36,7 +35,7 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
-from taskgate.service import cascades, records
+from taskgate.service import cascades, records, secrets
 from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from taskgate.auth import secrets
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.models import (
     ACTOR_RE,
@@ -17,7 +16,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind
-from taskgate.service import projects, records, verification
+from taskgate.service import projects, records, secrets, verification
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Put
 from taskgate.store.schema import IndexName
