@@ -13,6 +13,7 @@ and on Lambda:
   TASKGATE_ALLOWED_ORIGINS  comma-separated Origin values MCP accepts
   TASKGATE_FAULT            crash tests only: "<checkpoint>@<n>" kills the process (SIGKILL) the
                             n-th time it reaches that checkpoint (see Context.checkpoint)
+  TASKGATE_WORKERS          blocking calls (key lookups, tool bodies) run at once per event loop
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
     fault: str | None = None
+    workers: int = 4
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -56,6 +58,7 @@ class Settings:
             allowed_hosts=_csv(env.get("TASKGATE_ALLOWED_HOSTS")) or cls.allowed_hosts,
             allowed_origins=_csv(env.get("TASKGATE_ALLOWED_ORIGINS")) or cls.allowed_origins,
             fault=env.get("TASKGATE_FAULT") or None,
+            workers=_positive(env.get("TASKGATE_WORKERS"), cls.workers),
         )
 
 
@@ -81,6 +84,16 @@ def fault_hook(spec: str) -> Callable[[str], None]:
                 os.kill(os.getpid(), signal.SIGKILL)
 
     return hook
+
+
+def _positive(value: str | None, default: int) -> int:
+    try:
+        n = int(value or default)
+    except ValueError:
+        raise ValueError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return n
 
 
 def open_store(settings: Settings) -> Store:

@@ -1,5 +1,12 @@
-"""The local stand-in for API Gateway: an ASGI app that routes each request, as a v2 event, to
-the same Lambda handler function the cloud runs (in a worker thread), and serves the board."""
+"""The local stand-in for API Gateway: an ASGI app that routes each REST request, as a v2 event,
+to the same Lambda handler function the cloud runs (in a worker thread), serves /mcp, and serves
+the board.
+
+/mcp is served by the MCP ASGI app itself, built once and kept for the process (`mcp_app`):
+the same front door (auth, limits, Host/Origin checks) the Lambda handler wraps in Mangum,
+without turning every request into an event and back, which cost more than taskgate's own
+work. Without `mcp_app`, /mcp goes through the Lambda handler like /api (bench/mcp_rate.py
+measures a bare server that way)."""
 
 from __future__ import annotations
 
@@ -9,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taskgate.local.board import Board
 from taskgate.local.events import from_response, to_event
 from taskgate.local.signin import SignIn
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
-Scope = dict[str, Any]
-Receive = Callable[[], Any]
-Send = Callable[[dict[str, Any]], Any]
 
 MAX_BODY = 1024 * 1024
 # Handler invocations running at once. Each is a Lambda-style call holding the GIL for most of
@@ -42,6 +47,10 @@ class LambdaContext:
         return 30_000
 
 
+def _is_mcp(path: str) -> bool:
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
 def _mcp_handler() -> Handler:
     from taskgate.mcp.handler import handler  # imported on first use: the MCP SDK is slow to import
 
@@ -63,6 +72,7 @@ class Gateway:
         handlers: dict[str, Handler] | None = None,
         workers: int = DEFAULT_WORKERS,
         sign_in: SignIn | None = None,
+        mcp_app: ASGIApp | None = None,
     ) -> None:
         self.workers = workers
         self.web_root = web_root
@@ -71,6 +81,7 @@ class Gateway:
         self._handlers: dict[str, Handler] = dict(handlers or {})  # "mcp"/"api" -> handler; else imported
         self._context = LambdaContext()
         self._capacity: anyio.CapacityLimiter | None = None
+        self.mcp_app = mcp_app
 
     def _limiter(self) -> anyio.CapacityLimiter:
         # Created lazily: a limiter belongs to the event loop that first uses it.
@@ -80,11 +91,12 @@ class Gateway:
 
     def warm(self) -> None:
         """Import the handlers before the first request, as a provisioned Lambda would be."""
-        self.handler_for("/mcp")
+        if self.mcp_app is None:
+            self.handler_for("/mcp")
         self.handler_for("/api")
 
     def handler_for(self, path: str) -> Handler | None:
-        if path == "/mcp" or path.startswith("/mcp/"):
+        if _is_mcp(path):
             key, load = "mcp", _mcp_handler
         elif path == "/api" or path.startswith("/api/"):
             key, load = "api", _api_handler
@@ -95,6 +107,12 @@ class Gateway:
         return self._handlers[key]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.mcp_app is not None and (
+            scope["type"] == "lifespan" or (scope["type"] == "http" and _is_mcp(scope["path"]))
+        ):
+            # The MCP app's lifespan runs the SDK's session manager for the process's lifetime.
+            await self.mcp_app(scope, receive, send)
+            return
         if scope["type"] == "lifespan":
             while True:
                 message = await receive()

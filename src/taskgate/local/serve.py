@@ -57,6 +57,7 @@ def configure(options: ServeOptions) -> tuple[str, Path]:
     os.environ["TASKGATE_ADMIN_TOKEN_HASH"] = secrets.digest(token)
     os.environ["TASKGATE_ADMIN_NAME"] = options.admin_name
     os.environ["TASKGATE_STORE"] = options.store
+    os.environ["TASKGATE_WORKERS"] = str(options.workers)
     if options.store == "sqlite":
         os.environ["TASKGATE_DB"] = str(options.data_dir / "taskgate.db")
     else:
@@ -109,6 +110,7 @@ def serve(options: ServeOptions) -> None:
     from taskgate.local.deadline import BodyDeadline
     from taskgate.local.gateway import MAX_BODY, Gateway
     from taskgate.local.signin import CODE_TTL_S, SignIn
+    from taskgate.mcp.app import build_app
     from taskgate.service.sweeper import sweep
 
     token, token_path = configure(options)
@@ -119,7 +121,7 @@ def serve(options: ServeOptions) -> None:
     if swept.expired or swept.cascaded:
         log.warning("on start: %d leases expired, %d tasks repaired", len(swept.expired), len(swept.cascaded))
     sign_in = SignIn(token)
-    gateway = Gateway(workers=options.workers, sign_in=sign_in)
+    gateway = Gateway(workers=options.workers, sign_in=sign_in, mcp_app=build_app())
     gateway.warm()
     sweeper = Sweeper()
     sweeper.start()

@@ -1,9 +1,10 @@
 """The ASGI app serving /mcp: agent authentication in front of the SDK's Streamable HTTP app.
 
 Stateless, JSON responses (no SSE, no sessions): every POST stands alone, which is what a
-Lambda behind API Gateway can serve. Built per request: the SDK's session manager may run
-only once, and Mangum runs the lifespan on every invocation. Building costs microseconds
-(measured in the tests); the MCPServer and its tool schemas are built once per process.
+Lambda behind API Gateway can serve. On Lambda it is built per invocation: the SDK's session
+manager may run only once, and Mangum runs the lifespan on every invocation (building costs
+microseconds, measured in the tests). `taskgate serve` builds it once and serves it directly
+as one long-lived app. The MCPServer and its tool schemas are built once per process.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from taskgate import runtime, telemetry
 from taskgate.auth import resolve
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
-from taskgate.mcp import identity
+from taskgate.mcp import identity, workers
 from taskgate.mcp.server import get_server
 from taskgate.telemetry import Metric
 
@@ -178,12 +179,14 @@ def _jwt_claims(scope: Scope) -> Mapping[str, Any] | None:
 
 
 class AgentAuth:
-    """Authenticate the Bearer agent key before any MCP processing; bind it for the tools.
+    """The MCP front door, the same on Lambda (through Mangum) and in `taskgate serve` (served
+    directly): authenticate the Bearer agent key before any MCP processing, bound the body, and
+    bind the caller for the tools. Identity, errors and limits are this code's on both paths.
 
     Missing, unknown or revoked key: 401 with WWW-Authenticate. A human or verifier
-    credential: 403 (MCP is the agents' interface). Stateless MCP has no GET stream and no
-    session to DELETE: those get 405, as the transport spec allows, instead of a stream that
-    would never end inside a Lambda.
+    credential: 403 (MCP is the agents' interface). A body over MAX_BODY_BYTES: 413. Stateless
+    MCP has no GET stream and no session to DELETE: those get 405, as the transport spec allows,
+    instead of a stream that would never end inside a Lambda.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -201,7 +204,9 @@ class AgentAuth:
         ctx = runtime.context()
         settings = runtime.settings()
         try:
-            principal = resolve.principal(
+            # A key lookup is store I/O: off the event loop, so a slow store stalls no one else.
+            principal = await workers.run(
+                resolve.principal,
                 ctx,
                 headers,
                 jwt_claims=_jwt_claims(scope),
@@ -238,7 +243,8 @@ class AgentAuth:
 
 
 def build_app() -> AgentAuth:
-    """A fresh ASGI app for one request (or one server lifetime), over the process's one server."""
+    """A fresh ASGI app over the process's one server: per invocation on Lambda, once per process
+    in `taskgate serve` (whose host runs its lifespan, the SDK's session manager, once)."""
     runtime.context()  # settings follow the environment; read them after the context is current
     settings = runtime.settings()
     inner = get_server().streamable_http_app(

@@ -1,22 +1,23 @@
 """The tool list, collected at import: each tools_* module decorates its functions with `tool`.
 
-A tool is an async function with typed, described parameters returning a views model; it
-raises TaskgateError to refuse. server.py turns that into the MCP result (and the error
-result), so the tool bodies stay thin: parse -> call the service -> shape.
+A tool is a plain (blocking) function with typed, described parameters returning a views
+model; it raises TaskgateError to refuse. server.py runs it in a worker thread and turns its
+return into the MCP result (and the error result), so the tool bodies stay thin: parse -> call
+the service -> shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
 class ToolDef:
-    fn: Callable[..., Awaitable[Any]]
+    fn: Callable[..., Any]
     title: str
     read_only: bool
     idempotent: bool

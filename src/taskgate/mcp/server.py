@@ -6,11 +6,13 @@ request in app.py, because the SDK's streamable-HTTP session manager runs only o
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from mcp.server import CacheHint, MCPServer
 from mcp.server.mcpserver import Context
@@ -31,12 +33,13 @@ import taskgate
 from taskgate import telemetry
 from taskgate.domain.errors import TaskgateError
 from taskgate.domain.text import CheckedText
-from taskgate.mcp import tools_claims, tools_projects, tools_specs, tools_tasks  # noqa: F401  (registers tools)
+from taskgate.mcp import tools_claims, tools_projects, tools_specs, tools_tasks, workers  # noqa: F401  (registers tools)
 from taskgate.mcp.errors import bad_arguments, error_result, internal_result, unknown_arguments
 from taskgate.mcp.registry import TOOLS, ToolDef
 from taskgate.telemetry import Metric
 
 log = logging.getLogger("taskgate.mcp")
+T = TypeVar("T")
 
 INSTRUCTIONS = """\
 taskgate is a task board for coding agents. Your identity and permissions come from your key.
@@ -124,7 +127,7 @@ def _tool(d: ToolDef) -> Tool:
     """The SDK's Tool for one of ours, its argument model checked for text that is not valid
     Unicode (domain.text.CheckedText, the check every input model of both interfaces uses)."""
     tool = Tool.from_function(
-        d.fn,
+        _threaded(d.fn),
         title=d.title,
         annotations=ToolAnnotations(
             title=d.title,
@@ -138,6 +141,18 @@ def _tool(d: ToolDef) -> Tool:
     # FuncMetadata reads arg_model on each call (its documented behaviour); the published input
     # schema was generated from the same fields before this and does not change.
     tool.fn_metadata.arg_model = type(base.__name__, (base, CheckedText), {"__module__": base.__module__})
+    return tool
+
+
+def _threaded(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """The tool as a coroutine that runs its blocking body in a worker thread, bounded per event
+    loop (workers.py). The SDK would run a plain function in a thread too, but through anyio's
+    default limiter (40 threads), which is no bound for store work that queues on the GIL."""
+
+    @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
+    async def tool(**arguments: Any) -> T:
+        return await workers.run(fn, **arguments)
+
     return tool
 
 

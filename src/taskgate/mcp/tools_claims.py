@@ -32,7 +32,7 @@ def _work_next(lease_minutes: int) -> str:
 
 
 @tool("Claim a task")
-async def claim_task(
+def claim_task(
     project: ProjectName,
     task_id: Annotated[
         TaskId | None,
@@ -83,7 +83,7 @@ async def claim_task(
 
 
 @tool("Heartbeat", idempotent=True)
-async def heartbeat(
+def heartbeat(
     task_id: TaskId,
     claim_token: ClaimToken,
     phase: Annotated[
@@ -108,7 +108,7 @@ async def heartbeat(
 
 
 @tool("Release a task")
-async def release_task(
+def release_task(
     task_id: TaskId,
     claim_token: ClaimToken,
     reason: Annotated[
@@ -123,7 +123,7 @@ async def release_task(
 
 
 @tool("Report a failure")
-async def report_failure(
+def report_failure(
     task_id: TaskId,
     claim_token: ClaimToken,
     kind: Annotated[
@@ -163,7 +163,7 @@ async def report_failure(
 
 
 @tool("Escalate to a human")
-async def escalate(
+def escalate(
     task_id: TaskId,
     claim_token: ClaimToken,
     question: Annotated[
@@ -183,7 +183,7 @@ async def escalate(
 
 
 @tool("Submit finished work")
-async def submit_task(
+def submit_task(
     task_id: TaskId,
     claim_token: ClaimToken,
     commit_sha: Annotated[

@@ -16,7 +16,7 @@ from taskgate.service import decisions, projects
 
 
 @tool("List projects", read_only=True)
-async def list_projects() -> views.ProjectList:
+def list_projects() -> views.ProjectList:
     """List the projects your key may use, with their settings.
 
     Call this first when you do not know the project name. Returns each project's name, repo,
@@ -28,7 +28,7 @@ async def list_projects() -> views.ProjectList:
 
 
 @tool("Get a project", read_only=True)
-async def get_project(project: ProjectName) -> views.ProjectView:
+def get_project(project: ProjectName) -> views.ProjectView:
     """Read one project's settings: repo, max attempts, default lease in minutes, whether
     verification is on, the verifier's check names, and the execution defaults (verification
     commands and conventions every task brief includes)."""
@@ -36,7 +36,7 @@ async def get_project(project: ProjectName) -> views.ProjectView:
 
 
 @tool("Set execution defaults", idempotent=True)
-async def set_execution_defaults(
+def set_execution_defaults(
     project: ProjectName,
     verification_commands: Annotated[
         Lines | None,
@@ -73,7 +73,7 @@ async def set_execution_defaults(
 
 
 @tool("Log a decision")
-async def log_decision(
+def log_decision(
     project: ProjectName,
     title: Annotated[
         ShortText, Field(description="The decision in one line, e.g. 'Use SQLite for the cache'.")
@@ -106,7 +106,7 @@ async def log_decision(
 
 
 @tool("List decisions", read_only=True)
-async def list_decisions(
+def list_decisions(
     project: ProjectName,
     include_superseded: Annotated[bool, Field(description="Also list decisions that were replaced.")] = False,
     spec_id: Annotated[SpecId | None, Field(description="Only decisions linked to this spec.")] = None,
@@ -120,7 +120,7 @@ async def list_decisions(
 
 
 @tool("Search a project", read_only=True)
-async def search(
+def search(
     project: ProjectName,
     query: Annotated[str, Field(description="Words to look for.", min_length=1, max_length=500)],
     limit: Annotated[int, Field(description="At most this many results (1-50).", ge=1, le=50)] = 10,

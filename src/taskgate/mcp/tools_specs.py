@@ -32,7 +32,7 @@ RiskArg = Annotated[
 
 
 @tool("Create a spec")
-async def create_spec(
+def create_spec(
     project: ProjectName,
     title: Annotated[ShortText, Field(description="What the spec delivers, in one line.")],
     criteria: Criteria,
@@ -65,7 +65,7 @@ async def create_spec(
 
 
 @tool("Update a draft spec")
-async def update_spec(
+def update_spec(
     project: ProjectName,
     spec_id: SpecId,
     title: Annotated[ShortText | None, Field(description="New title; omit to keep.")] = None,
@@ -90,7 +90,7 @@ async def update_spec(
 
 
 @tool("Approve a spec")
-async def approve_spec(
+def approve_spec(
     project: ProjectName, spec_id: SpecId, agent_id: AgentId = None, on_behalf_of: OnBehalfOf = None
 ) -> views.SpecApproved:
     """Approve a draft spec, so its tasks leave backlog and become ready (or blocked).
@@ -105,13 +105,13 @@ async def approve_spec(
 
 
 @tool("Get a spec", read_only=True)
-async def get_spec(project: ProjectName, spec_id: SpecId) -> Spec:
+def get_spec(project: ProjectName, spec_id: SpecId) -> Spec:
     """Read one spec: title, body, risk, status (draft or approved) and its acceptance criteria."""
     return specs.get(runtime.context(), who(), project, spec_id)
 
 
 @tool("List specs", read_only=True)
-async def list_specs(
+def list_specs(
     project: ProjectName,
     limit: Annotated[int, Field(description="Page size (1-200).", ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Field(description="The cursor a previous page returned.")] = None,

@@ -57,7 +57,7 @@ Priority = Annotated[
 
 
 @tool("Create a task")
-async def create_task(
+def create_task(
     project: ProjectName,
     title: Annotated[ShortText, Field(description="What to do, in one line.")],
     description: Annotated[Text, Field(description="Details an agent without context needs.")] = "",
@@ -106,7 +106,7 @@ async def create_task(
 
 
 @tool("Update a task")
-async def update_task(
+def update_task(
     task_id: TaskId,
     title: Annotated[ShortText | None, Field(description="New title; omit to keep.")] = None,
     description: Annotated[Text | None, Field(description="New description; omit to keep.")] = None,
@@ -143,7 +143,7 @@ async def update_task(
 
 
 @tool("Get a task", read_only=True)
-async def get_task(
+def get_task(
     task_id: TaskId,
     limit: Annotated[
         int, Field(description="How many notes and history events per page (1-100).", ge=1, le=100)
@@ -186,7 +186,7 @@ async def get_task(
 
 
 @tool("List tasks", read_only=True)
-async def list_tasks(
+def list_tasks(
     project: ProjectName,
     status: Annotated[
         Status | None, Field(description="Only tasks in this status (queue order: priority, then age).")
@@ -218,7 +218,7 @@ async def list_tasks(
 
 
 @tool("Get next tasks", read_only=True)
-async def get_next_tasks(
+def get_next_tasks(
     project: ProjectName,
     limit: Annotated[int, Field(description="How many (1-50).", ge=1, le=50)] = 5,
 ) -> views.NextTasks:
@@ -233,7 +233,7 @@ async def get_next_tasks(
 
 
 @tool("Get a task brief", read_only=True)
-async def get_task_brief(task_id: TaskId) -> views.Brief:
+def get_task_brief(task_id: TaskId) -> views.Brief:
     """The whole working contract for one task in under about 2,000 tokens: the task, its spec,
     acceptance criteria, conventions, verification commands, what the verifier will run, the
     test-ref rule, relevant decisions, dependencies, and findings of earlier attempts.
@@ -242,7 +242,7 @@ async def get_task_brief(task_id: TaskId) -> views.Brief:
 
 
 @tool("Add a note")
-async def add_note(
+def add_note(
     task_id: TaskId,
     body: Annotated[
         str,
@@ -259,7 +259,7 @@ async def add_note(
 
 
 @tool("Accept tasks (for a human)")
-async def accept_tasks(
+def accept_tasks(
     project: ProjectName,
     task_ids: Annotated[TaskIds, Field(description="Low-risk tasks of this project to accept (1-50).")],
     agent_id: AgentId = None,
