@@ -104,6 +104,8 @@ def test_wrong_argument_types(live: Live, key: str, project: str, version: str) 
         ),
         ("claim_task", {"project": project, "lease_minutes": "soon"}, "lease_minutes"),
         ("claim_task", {"project": project, "lease_minutes": 600}, "lease_minutes"),
+        ("claim_task", {"project": "not-this-one", "task_id": f"{project}-1"}, "not not-this-one"),
+        ("claim_task", {}, "a project"),
         ("get_task", {"task_id": "not a task id"}, "task_id"),
     ]
 

@@ -34,7 +34,7 @@ def test_concurrent_agents_each_act_as_themselves(live: Live) -> None:
 
     async def one(i: int) -> None:
         async with agent(live.mcp_url, keys[i], LEGACY if i % 2 else MODERN) as a:
-            claimed = await a.ok("claim_task", project=project, task_id=task_ids[i])
+            claimed = await a.ok("claim_task", task_id=task_ids[i])
             assert claimed["task_id"] == task_ids[i]
             note = await a.ok("add_note", task_id=task_ids[i], body=f"from {i}")
             assert note["author"] == f"agent:crowd{project}-{i}"
@@ -75,7 +75,7 @@ def test_a_call_stuck_on_the_store_stalls_no_one_else(live: Live) -> None:
     blocker.execute("BEGIN IMMEDIATE")
     claimed: list[httpx2.Response] = []
     claim = threading.Thread(
-        target=lambda: claimed.append(_post(live, writer, "claim_task", {"project": project, "task_id": tid}))
+        target=lambda: claimed.append(_post(live, writer, "claim_task", {"task_id": tid}))
     )
     try:
         claim.start()

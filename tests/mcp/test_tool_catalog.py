@@ -58,6 +58,17 @@ def test_the_run_tools_say_what_to_do_next(tools: dict[str, Tool]) -> None:
     assert "E_IDENTITY_MISMATCH" in tools["claim_task"].input_schema["properties"]["agent_id"]["description"]
 
 
+def test_the_catalog_says_claim_task_without_a_task_id_is_how_work_starts(tools: dict[str, Tool]) -> None:
+    """Agents that list tasks and claim the first collide; the tools steer them to claim_task."""
+    claim = tools["claim_task"]
+    assert (claim.description or "").startswith("Start work: claim_task(project)")
+    assert "required" not in claim.input_schema  # project or task_id: either names the project
+    assert "claim_task(project)" in (tools["get_next_tasks"].description or "")
+    assert "claim_task(project)" in (tools["list_projects"].description or "")
+    assert "claim_task(project)" in (server.instructions or "")
+    assert "get_next_tasks(project) -> claim_task" not in (server.instructions or "")
+
+
 def test_enumerations_are_exact_in_the_schema(tools: dict[str, Tool]) -> None:
     schema = tools["report_failure"].input_schema
     kind = schema["properties"]["kind"]

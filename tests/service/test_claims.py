@@ -198,3 +198,33 @@ def test_attempts_exhausted_go_to_needs_human(world: World) -> None:
     after = claims.report_failure(world.ctx, bob, t.id, c.token, kind=FailureKind.OTHER, findings=["two"])
     assert after.status is Status.NEEDS_HUMAN and after.attempts_used == 2
     assert [a.used for a in after.attempts] == [True, False, True]
+
+
+def test_a_task_id_names_its_project(world: World) -> None:
+    world.project()
+    bob = world.agent("bob")
+    t = world.task()
+    c = claims.claim(world.ctx, bob, task_id=t.id)
+    assert c.task.id == t.id and c.task.status is Status.CLAIMED
+
+
+def test_a_project_that_is_not_the_tasks_own_is_refused_and_nothing_is_written(world: World) -> None:
+    world.project()
+    world.project("other")
+    bob = world.agent("bob")
+    t = world.task()
+    before = dump(world.ctx.store)
+    for project, task_id in [("other", t.id), (None, None)]:
+        with pytest.raises(TaskgateError) as err:
+            claims.claim(world.ctx, bob, project, task_id=task_id)
+        assert err.value.code is ErrorCode.VALIDATION
+    assert dump(world.ctx.store) == before
+
+
+def test_claiming_the_next_task_never_skips_a_higher_priority(world: World) -> None:
+    world.project()
+    bob = world.agent("bob")
+    for i in range(10):
+        world.task(title=f"low{i}", priority=1)
+    high = world.task(title="high", priority=2).id
+    assert claims.claim(world.ctx, bob, "demo").task.id == high

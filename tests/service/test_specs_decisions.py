@@ -97,8 +97,27 @@ def test_agents_cannot_write_status(world: World) -> None:
 def test_ready_queue_is_ordered_by_priority_then_age(world: World) -> None:
     world.project()
     ids = [world.task(title=f"t{p}", priority=p).id for p in (1, 5, 5, 0)]
-    nxt = tasks.next_ready(world.ctx, world.human, "demo", limit=4)
-    assert [t.id for t in nxt] == [ids[1], ids[2], ids[0], ids[3]]
+    listed, _ = tasks.list_tasks(world.ctx, world.human, "demo", status=Status.READY)
+    assert [t.id for t in listed] == [ids[1], ids[2], ids[0], ids[3]]
+
+
+def test_next_tasks_spread_agents_over_equal_tasks_and_keep_priority_first(world: World) -> None:
+    """Each agent sees equal-priority tasks in its own stable order; priority still dominates."""
+    world.project()
+    low = world.task(title="low", priority=1).id
+    equal = [world.task(title=f"mid{i}", priority=5).id for i in range(10)]
+    high = world.task(title="high", priority=9).id
+    agents = [world.agent(f"a{i}") for i in range(8)]
+    seen = [[t.id for t in tasks.next_ready(world.ctx, a, "demo", limit=12)] for a in agents]
+    for order in seen:
+        assert order[0] == high and order[-1] == low
+        assert sorted(order[1:-1]) == sorted(equal)
+    assert len({order[1] for order in seen}) > 1  # not every agent's first pick is the same
+    assert len({tuple(order) for order in seen}) > 1
+    again = [t.id for t in tasks.next_ready(world.ctx, agents[0], "demo", limit=12)]
+    assert again == seen[0]  # stable for one caller
+    # A short list is the head of the caller's long one: the best band first.
+    assert [t.id for t in tasks.next_ready(world.ctx, agents[1], "demo", limit=3)] == seen[1][:3]
 
 
 def test_list_tasks_pages_with_cursors(any_world: World) -> None:

@@ -43,9 +43,11 @@ T = TypeVar("T")
 
 INSTRUCTIONS = """\
 taskgate is a task board for coding agents. Your identity and permissions come from your key.
-Typical run: list_projects -> get_next_tasks(project) -> claim_task(project, task_id) (keep the
-claim_token; the result includes the brief) -> work, calling heartbeat(task_id, claim_token)
-before the lease runs out -> submit_task(task_id, claim_token, commit_sha, evidence) and stop.
+Typical run: list_projects -> claim_task(project) (the server picks one of the best ready tasks
+for you; keep the claim_token; the result includes the brief) -> work, calling
+heartbeat(task_id, claim_token) before the lease runs out -> submit_task(task_id, claim_token,
+commit_sha, evidence) and stop. get_next_tasks(project) only looks; claim_task(task_id=...) takes
+one particular task.
 If you cannot finish: report_failure, escalate (a human must decide) or release_task.
 Architects write specs (create_spec) and tasks (create_task); low-risk specs they may approve.
 Errors come back as JSON {code, message, hint}: follow the hint."""

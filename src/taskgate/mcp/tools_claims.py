@@ -17,7 +17,7 @@ from taskgate.service import brief, claims
 
 STOPPED = (
     "Your claim has ended: stop working on this task and do not call tools with its claim_token "
-    "again. Call get_next_tasks to find other work."
+    "again. Call claim_task(project) to take other work."
 )
 
 
@@ -33,12 +33,18 @@ def _work_next(lease_minutes: int) -> str:
 
 @tool("Claim a task")
 def claim_task(
-    project: ProjectName,
+    project: Annotated[
+        ProjectName | None,
+        Field(
+            description="Claim the best ready task of this project: the way to start work. Give "
+            "either project or task_id."
+        ),
+    ] = None,
     task_id: Annotated[
         TaskId | None,
         Field(
-            description="The ready task to claim. Omit it to claim one of the best ready tasks (among "
-            "the top few by priority, picked at random so that agents looking for work do not collide)."
+            description="Claim this ready task instead (its id names its project). Only when you must "
+            "have that one: agents that pick tasks themselves collide more often."
         ),
     ] = None,
     lease_minutes: Annotated[
@@ -52,10 +58,13 @@ def claim_task(
     ] = None,
     agent_id: AgentId = None,
 ) -> views.Claimed:
-    """Claim a ready task so that you alone work on it; returns a claim_token and the brief.
+    """Start work: claim_task(project) claims one of the project's best ready tasks for you
+    alone and returns a claim_token and the task's brief.
 
-    Atomic: among agents claiming the same task exactly one wins (the others get E_WRONG_STATE
-    and should pick another). Keep the claim_token: heartbeat, release_task, report_failure,
+    The server picks among the highest-priority ready tasks so that agents looking for work at
+    the same time do not collide: no need to list tasks first. claim_task(task_id=...) claims
+    one given task; if another agent got it first you get E_WRONG_STATE (then call
+    claim_task(project)). Keep the claim_token: heartbeat, release_task, report_failure,
     escalate and submit_task all need it. Heartbeat before the lease runs out (expires_at) or
     the claim is lost and the attempt counts as failed. E_NOTHING_READY: no task is ready.
     """
@@ -223,5 +232,5 @@ def submit_task(
     )
     return views.TaskMoved(
         task=views.summary(task),
-        next="Submitted. Stop working on this task now; a reviewer decides. Call get_next_tasks for more work.",
+        next="Submitted. Stop working on this task now; a reviewer decides. Call claim_task(project) for more work.",
     )

@@ -21,7 +21,7 @@ def list_projects() -> views.ProjectList:
 
     Call this first when you do not know the project name. Returns each project's name, repo,
     lease and attempt settings, whether verification is on, and its execution defaults
-    (verification commands and conventions). Next: get_next_tasks(project) to find work.
+    (verification commands and conventions). Next: claim_task(project) to start work.
     """
     ctx = runtime.context()
     return views.ProjectList(projects=[views.project(p) for p in projects.list_all(ctx, who())])

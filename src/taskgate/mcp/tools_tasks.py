@@ -222,10 +222,12 @@ def get_next_tasks(
     project: ProjectName,
     limit: Annotated[int, Field(description="How many (1-50).", ge=1, le=50)] = 5,
 ) -> views.NextTasks:
-    """The ready tasks you should take next, best first (highest priority, then oldest).
+    """A look at the ready tasks, best first: highest priority first; tasks of equal priority in
+    an order of your own, so agents reading this list at the same time see different first tasks.
 
-    Next: claim_task(project, task_id) to take one (or claim_task(project) for the best). An
-    empty list means nothing is ready right now.
+    To start work call claim_task(project): it claims one of the best ready tasks for you, with
+    no race to lose. Use claim_task(task_id=...) only when you must have one particular task.
+    An empty list means nothing is ready right now.
     """
     return views.NextTasks(
         tasks=[views.summary(t) for t in tasks.next_ready(runtime.context(), who(), project, limit=limit)]

@@ -47,7 +47,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 COMMIT_SHA_LEN = (7, 64)
-CANDIDATES = 5  # pick among the top few ready tasks at random: best first, yet racers spread out
+CANDIDATES = 16  # pick among the top ready tasks of the best priority at random: racers spread out
 MAX_CANDIDATES = 64
 
 
@@ -204,18 +204,24 @@ def _claim_one(
 def claim(
     ctx: Context,
     who: Acting,
-    project: str,
+    project: str | None = None,
     *,
     task_id: str | None = None,
     lease_minutes: int | None = None,
     brief_of: BriefOf | None = None,
 ) -> Claimed:
-    """Claim a given task, or the best ready one. Among concurrent callers exactly one wins a task.
+    """Claim a given task (its id names the project; a project given too must be the same), or
+    the best ready one of a project. Among concurrent callers exactly one wins a task.
     brief_of(task, project) builds the answer's brief before the claim commits."""
+    if task_id is not None:
+        owner = parse_task_id(task_id)[0]
+        if project is not None and project != owner:
+            raise invalid(f"{task_id} is a task of project {owner}, not {project}")
+        project = owner
+    elif project is None:
+        raise invalid("give a project (to claim one of its best ready tasks) or a task_id")
     authorize(Op.CLAIM, who, project=project)
     if task_id is not None:
-        if parse_task_id(task_id)[0] != project:
-            raise invalid(f"{task_id} is not a task of project {project}")
         for _ in range(3):
             try:
                 return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, brief_of=brief_of)
@@ -247,7 +253,12 @@ def claim(
                 continue
         if not page.items:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
-        candidate = records.load(Task, random.choice(page.items))
+        # At random among the best band read: priority is never skipped, and agents claiming at
+        # once (even several on one key) spread out instead of chasing the same task.
+        best = records.priority_of(page.items[0])
+        candidate = records.load(
+            Task, random.choice([i for i in page.items if records.priority_of(i) == best])
+        )
         try:
             return _claim_one(ctx, who, candidate, lease_minutes, proj, brief_of)
         except TaskgateError as exc:

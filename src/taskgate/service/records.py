@@ -125,6 +125,15 @@ def stamp(at: datetime) -> str:
     return f"{iso(at)}#{next(_SEQ):012d}{secrets.token_hex(3)}"
 
 
+def priority_of(item: Item) -> int:
+    """A task item's priority, without loading the model (queue reads rank many, load few)."""
+    return int(item.data["priority"])
+
+
+def task_id_of(item: Item) -> str:
+    return str(item.data["id"])
+
+
 def _body(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude={"version"})
 

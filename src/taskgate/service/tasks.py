@@ -25,6 +25,7 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, actor_id
 from taskgate.domain.specs import criteria_of, duplicate_warnings, numbered
+from taskgate.domain.spread import spread
 from taskgate.service import cascades, counters, records, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task
@@ -33,6 +34,10 @@ from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
+
+# Ready tasks a caller's next-task list is chosen from: wide enough that agents asking at once
+# rarely share a first choice (16 agents over 32 equal tasks: ~13 distinct first choices).
+SPREAD_WINDOW = 32
 
 
 @dataclass
@@ -392,12 +397,19 @@ def list_tasks(
 
 
 def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> list[Task]:
-    """The tasks an agent should take next, best first."""
+    """The tasks this caller should take next: highest priority first, and among equal priority
+    the caller's own order (domain/spread.py), read from the first SPREAD_WINDOW ready tasks so
+    that agents asking at the same time get different first choices."""
     authorize(Op.READ, who, project=project)
     if not 1 <= limit <= 50:
         raise invalid("limit must be between 1 and 50")
-    tasks, _ = list_tasks(ctx, who, project, status=Status.READY, limit=limit)  # lapsed leases settled
-    return tasks
+    ctx.project(project)
+    settle_project(ctx, project)  # lapsed leases count as ready, sweep or not
+    pk = records.queue_pk(project, Status.READY)
+    window = max(limit, SPREAD_WINDOW)
+    page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
+    ordered = spread(page.items, who.credential_id, band=records.priority_of, task_id=records.task_id_of)
+    return [records.load(Task, i) for i in ordered[:limit]]
 
 
 def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
