@@ -334,6 +334,36 @@ def queued(task: str, priority: int, project: str = "p", status: str = "ready") 
     )
 
 
+def test_index_keys_are_the_index_order_without_bodies(store: Store) -> None:
+    create(
+        store,
+        queued("c", 5),
+        queued("a", 1),
+        queued("b", 5),
+        queued("d", 10),
+        queued("e", 2, status="claimed"),
+        queued("f", 0, project="other"),
+    )
+    full = store.query_index(Q, "Q#p#ready").items
+    keys = store.query_index_keys(Q, "Q#p#ready")
+    assert [(k.pk, k.sk, k.index_sk) for k in keys] == [(i.pk, i.sk, i.indexes[Q][1]) for i in full]
+    assert [k.pk for k in keys] == ["T#a", "T#b", "T#c", "T#d"]
+    assert [k.pk for k in store.query_index_keys(Q, "Q#p#ready", limit=2)] == ["T#a", "T#b"]
+    assert store.query_index_keys(Q, "Q#nothing") == []
+    with pytest.raises(TaskgateError) as caught:
+        store.query_index_keys(Q, "Q#p#ready", limit=0)
+    assert caught.value.code is ErrorCode.VALIDATION
+
+
+def test_index_keys_follow_writes(store: Store) -> None:
+    create(store, *(queued(f"t{n:03d}", n) for n in range(120)))
+    assert [k.pk for k in store.query_index_keys(Q, "Q#p#ready", limit=110)] == [
+        f"T#t{n:03d}" for n in range(110)
+    ]
+    store.commit([Delete("T#t000", "META", 1)])
+    assert store.query_index_keys(Q, "Q#p#ready", limit=1)[0].pk == "T#t001"
+
+
 def test_queue_index_orders_by_sort_key(store: Store) -> None:
     create(
         store,

@@ -28,6 +28,7 @@ from taskgate.store.port import (
     Check,
     ConflictError,
     Delete,
+    IndexKey,
     Item,
     Op,
     Page,
@@ -103,6 +104,8 @@ class _TransactionConflict(Exception):
 
 
 class DynamoDBStore:
+    local_reads = False  # every read is an HTTPS request
+
     def __init__(
         self,
         table_name: str,
@@ -294,6 +297,27 @@ class DynamoDBStore:
             return {"isk": it.indexes[index][1], "pk": it.pk, "sk": it.sk}
 
         return self._page(params, start, limit, stop, position)
+
+    def query_index_keys(self, index: IndexName, pk: str, *, limit: int = 50) -> list[IndexKey]:
+        _check_limit(limit)
+        attr_pk, attr_sk = INDEX_ATTRS[index]
+        params: QueryInputTypeDef = {
+            "TableName": self.table_name,
+            "IndexName": index.value,
+            "KeyConditionExpression": "#ipk = :pk",
+            "ProjectionExpression": "#pk, #sk, #isk",
+            "ExpressionAttributeNames": {"#ipk": attr_pk, "#isk": attr_sk, "#pk": PK, "#sk": SK},
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+        }
+        keys: list[IndexKey] = []
+        while len(keys) < limit:
+            request: QueryInputTypeDef = {**params, "Limit": limit - len(keys)}
+            resp = self._client.query(**request)
+            keys += [IndexKey(r[PK]["S"], r[SK]["S"], r[attr_sk]["S"]) for r in resp.get("Items", [])]
+            if "LastEvaluatedKey" not in resp:
+                break
+            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return keys
 
     def _page(
         self,

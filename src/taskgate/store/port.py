@@ -151,12 +151,25 @@ class ConflictError(Exception):
 
 
 @dataclass(frozen=True)
+class IndexKey:
+    """Where an item sits in an index: its table key and its index sort key (no body)."""
+
+    pk: str
+    sk: str
+    index_sk: str
+
+
+@dataclass(frozen=True)
 class Page:
     items: list[Item]
     cursor: str | None  # opaque; None when there is nothing more
 
 
 class Store(Protocol):
+    # True when a read never waits on the network or on a writer (SQLite in WAL mode): a caller
+    # on an event loop may then read inline instead of paying a hop to a worker thread.
+    local_reads: bool
+
     def get(self, pk: str, sk: str) -> Item | None: ...
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
@@ -189,6 +202,12 @@ class Store(Protocol):
         """Items whose index partition is pk, ordered by the index sort key (ties by pk, sk).
 
         Index reads may be stale on some backends; conditions on commit are the truth."""
+        ...
+
+    def query_index_keys(self, index: IndexName, pk: str, *, limit: int = 50) -> list[IndexKey]:
+        """The first `limit` entries of an index partition, in index order, keys only: to rank
+        many entries cheaply and then read the few chosen (get / get_many). May be stale, as
+        query_index may."""
         ...
 
     def commit(self, ops: Sequence[Op]) -> None:

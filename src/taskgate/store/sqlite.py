@@ -16,7 +16,18 @@ from typing import Any
 
 from taskgate.domain.errors import invalid
 from taskgate.store import cursor as cursors
-from taskgate.store.port import ConflictError, Delete, Item, Op, Page, Put, key_of, lapsed, validate_ops
+from taskgate.store.port import (
+    ConflictError,
+    Delete,
+    IndexKey,
+    Item,
+    Op,
+    Page,
+    Put,
+    key_of,
+    lapsed,
+    validate_ops,
+)
 from taskgate.store.schema import IndexName
 
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
@@ -48,6 +59,8 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migration_1, _migrati
 
 
 class SQLiteStore:
+    local_reads = True  # WAL: readers never wait on the writer
+
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = str(path)
         self._busy_timeout_s = busy_timeout_s
@@ -215,6 +228,19 @@ class SQLiteStore:
                 {"isk": last_item.indexes[index][1], "pk": last_item.pk, "sk": last_item.sk}
             )
         return Page(items, next_cursor)
+
+    def query_index_keys(self, index: IndexName, pk: str, *, limit: int = 50) -> list[IndexKey]:
+        _check_limit(limit)
+        ipk, isk = _INDEX_COLS[index]
+        # Served by the index alone (it holds pk and sk): no row is read or decoded.
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT pk, sk, {isk} FROM items WHERE {ipk} = ? ORDER BY {isk}, pk, sk LIMIT ?", (pk, limit)
+            )
+            .fetchall()
+        )
+        return [IndexKey(*row) for row in rows]
 
     # -- the one write primitive -------------------------------------------------------------
 
