@@ -16,17 +16,17 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def rank(caller: str, task_id: str) -> bytes:
-    """The caller's stable rank of a task among its equals: lower goes first."""
-    return hashlib.blake2b(f"{caller}\0{task_id}".encode(), digest_size=8).digest()
-
-
 def spread(
     ranked: Sequence[T], caller: str, *, band: Callable[[T], Hashable], task_id: Callable[[T], str]
 ) -> list[T]:
     """`ranked` is best first with each band contiguous (the queue's order). The bands keep their
-    order; inside each, the caller's own order."""
+    order; inside each, the caller's own: a stable hash of (caller, task), lower first."""
+    salt = caller.encode() + b"\0"
+
+    def rank(t: T) -> bytes:
+        return hashlib.blake2b(salt + task_id(t).encode(), digest_size=8).digest()
+
     out: list[T] = []
     for _, group in itertools.groupby(ranked, key=band):
-        out += sorted(group, key=lambda t: rank(caller, task_id(t)))
+        out += sorted(group, key=rank)
     return out

@@ -47,7 +47,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 COMMIT_SHA_LEN = (7, 64)
-CANDIDATES = 16  # pick among the top ready tasks of the best priority at random: racers spread out
+CANDIDATES = 32  # pick among the top ready tasks of the best priority at random: racers spread out
 MAX_CANDIDATES = 64
 
 
@@ -243,28 +243,27 @@ def claim(
     window = CANDIDATES
     settled = False
     for _ in range(200):
-        page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
-        if not page.items and not settled:
+        keys = ctx.store.query_index_keys(IndexName.QUEUE, pk, limit=window)
+        if not keys and not settled:
             # Before saying "nothing ready", return lapsed leases to the queue: expiry is enforced
             # on access, not only by the sweeper. (Not on every claim: a claim is the hot path,
             # and get_next_tasks, which agents call first, settles them anyway.)
             settled = True
             if settle_project(ctx, project):
                 continue
-        if not page.items:
+        if not keys:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         # At random among the best band read: priority is never skipped, and agents claiming at
-        # once (even several on one key) spread out instead of chasing the same task.
-        best = records.priority_of(page.items[0])
-        candidate = records.load(
-            Task, random.choice([i for i in page.items if records.priority_of(i) == best])
-        )
+        # once (even several on one key) spread out instead of chasing the same task. The task
+        # itself is read consistently: the index may be stale, the claim's condition is the truth.
+        best = records.queued_band(keys[0])
+        pick = random.choice([k for k in keys if records.queued_band(k) == best])
         try:
-            return _claim_one(ctx, who, candidate, lease_minutes, proj, brief_of)
+            return _claim_one(ctx, who, ctx.task(records.queued_task_id(pick)), lease_minutes, proj, brief_of)
         except TaskgateError as exc:
             # A lost race (conflict) or a stale index entry (wrong state): try another, from a
             # wider window, so many racing agents spread out instead of colliding again.
-            if exc.code not in (ErrorCode.CONFLICT, ErrorCode.WRONG_STATE):
+            if exc.code not in (ErrorCode.CONFLICT, ErrorCode.WRONG_STATE, ErrorCode.NOT_FOUND):
                 raise
             window = min(window * 2, MAX_CANDIDATES)
     raise TaskgateError(ErrorCode.CONFLICT, "too much contention for ready tasks; try again")

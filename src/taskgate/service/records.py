@@ -40,7 +40,7 @@ from taskgate.domain.models import (
     Task,
     VerificationRun,
 )
-from taskgate.store.port import Item
+from taskgate.store.port import IndexKey, Item
 from taskgate.store.schema import LEASE_SHARDS, IndexName
 
 M = TypeVar("M", bound=BaseModel)
@@ -125,13 +125,14 @@ def stamp(at: datetime) -> str:
     return f"{iso(at)}#{next(_SEQ):012d}{secrets.token_hex(3)}"
 
 
-def priority_of(item: Item) -> int:
-    """A task item's priority, without loading the model (queue reads rank many, load few)."""
-    return int(item.data["priority"])
+def queued_task_id(key: IndexKey) -> str:
+    """The task a queue entry stands for, from its table key (P#<project> / TASK#<n:08>)."""
+    return f"{key.pk.removeprefix('P#')}-{int(key.sk.removeprefix('TASK#'))}"
 
 
-def task_id_of(item: Item) -> str:
-    return str(item.data["id"])
+def queued_band(key: IndexKey) -> str:
+    """A queue entry's priority band: the priority part of its sort key (equal priority, equal band)."""
+    return key.index_sk.partition("#")[0]
 
 
 def _body(model: BaseModel) -> dict[str, Any]:

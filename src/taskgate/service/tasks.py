@@ -35,9 +35,10 @@ from taskgate.store.port import Check, Item, Put
 from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
 
-# Ready tasks a caller's next-task list is chosen from: wide enough that agents asking at once
-# rarely share a first choice (16 agents over 32 equal tasks: ~13 distinct first choices).
-SPREAD_WINDOW = 32
+# Ready tasks a caller's next-task list is chosen from (keys only, so a wide window is cheap):
+# wide enough that agents asking at once rarely share a first choice (16 agents over 64 equal
+# tasks: ~14.3 distinct first choices).
+SPREAD_WINDOW = 64
 
 
 @dataclass
@@ -398,8 +399,8 @@ def list_tasks(
 
 def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> list[Task]:
     """The tasks this caller should take next: highest priority first, and among equal priority
-    the caller's own order (domain/spread.py), read from the first SPREAD_WINDOW ready tasks so
-    that agents asking at the same time get different first choices."""
+    the caller's own order (domain/spread.py), ranked over the first SPREAD_WINDOW ready tasks
+    (their queue keys only) so that agents asking at the same time get different first tasks."""
     authorize(Op.READ, who, project=project)
     if not 1 <= limit <= 50:
         raise invalid("limit must be between 1 and 50")
@@ -407,9 +408,12 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
     settle_project(ctx, project)  # lapsed leases count as ready, sweep or not
     pk = records.queue_pk(project, Status.READY)
     window = max(limit, SPREAD_WINDOW)
-    page = ctx.store.query_index(IndexName.QUEUE, pk, limit=window)
-    ordered = spread(page.items, who.credential_id, band=records.priority_of, task_id=records.task_id_of)
-    return [records.load(Task, i) for i in ordered[:limit]]
+    keys = ctx.store.query_index_keys(IndexName.QUEUE, pk, limit=window)
+    # A queue entry's sort key (TASK#<n>) names its task within the project: hash that directly.
+    chosen = spread(keys, who.credential_id, band=records.queued_band, task_id=lambda k: k.sk)[:limit]
+    found = ctx.store.get_many([(k.pk, k.sk) for k in chosen])
+    # Read consistently: an index entry may be stale (DynamoDB), the item is not.
+    return [t for t in (records.load(Task, i) for i in found) if t.status is Status.READY]
 
 
 def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
