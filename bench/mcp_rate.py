@@ -2,17 +2,20 @@
 
     python bench/mcp_rate.py [--seconds 4] [--rounds 3] [--threads 8]
 
-Both servers run "the same way": `taskgate serve`'s local gateway turns each HTTP request
-into an API Gateway v2 event and calls a Lambda handler that runs the MCP SDK's stateless,
-JSON-response Streamable HTTP app through Mangum (app built per invocation). taskgate's
-handler is the real one (key auth, SQLite store, the claim -> heartbeat -> submit mix); the
-bare one serves a single `echo` tool. For reference the bare server is also measured served
-directly by uvicorn (no gateway, no Mangum).
+Servers, all on this machine, measured in interleaved rounds:
+- `taskgate`: a real `taskgate serve` (its MCP app served directly by uvicorn, one long-lived
+  app: key auth, SQLite store, the claim -> heartbeat -> submit mix);
+- `bare-direct`: the MCP SDK's stateless, JSON-response Streamable HTTP app with a single
+  `echo` tool, served directly by uvicorn: the floor taskgate is held to;
+- `bare`: the same bare app behind the local API-Gateway translation (each request a v2 event
+  into a Lambda handler running the app through Mangum, built per invocation), as `taskgate
+  serve` used to serve MCP: what the translation alone costs.
 
 Clients: N threads, each with one keep-alive HTTP connection, sending JSON-RPC tools/call
 requests, for both protocol versions (2025-11-25 and 2026-07-28), in interleaved rounds
-(median per server). Prints one line per server and version, `ratio_<version>=` per version,
-and last `ratio=<taskgate/bare>`: the lower of the two per-version ratios.
+(median per server). Prints one line per server and version; `ratio_<version>=` and `ratio=`
+(taskgate / bare through the translation, the lower of the two versions); and last
+`ratio_direct=` (taskgate / bare served directly, the lower of the two versions).
 """
 
 from __future__ import annotations
@@ -309,6 +312,10 @@ def main() -> None:
             for v, r in ratios.items():
                 print(f"ratio_{v}={r:.2f}")
             print(f"ratio={min(ratios.values()):.2f}")
+            direct = {v: med[("taskgate", v)] / med[("bare-direct", v)] for v in (LEGACY, MODERN)}
+            for v, r in direct.items():
+                print(f"ratio_direct_{v}={r:.2f}")
+            print(f"ratio_direct={min(direct.values()):.2f}")
     finally:
         for p in procs:
             p.terminate()
