@@ -254,7 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the human the admin token stands for (default: $USER)",
     )
     s.add_argument(
-        "--workers", type=int, default=2, help="handler calls served at once (default %(default)s)"
+        "--workers",
+        type=int,
+        default=2,
+        help="MCP tool calls and REST calls each served at once (default %(default)s)",
     )
     s.set_defaults(func=cmd_serve)
 

@@ -42,7 +42,7 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ("127.0.0.1:*", "localhost:*", "[::1]:*")
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
     fault: str | None = None
-    workers: int = 4
+    workers: int = 2  # as `taskgate serve --workers`; Lambda serves one request at a time anyway
 
     @classmethod
     def from_env(cls) -> Settings:
