@@ -139,6 +139,22 @@ def test_the_sweeper_returns_lapsed_tasks_to_the_queue(world: World) -> None:
     assert all(world.reload(t).status is Status.READY for t in held)
 
 
+def test_a_lease_is_lapsed_exactly_at_its_expiry_for_claim_next_and_the_sweeper(any_world: World) -> None:
+    """A claim is live while expires_at > now, so at expires_at == now it has lapsed: claim_task
+    without an id and the sweeper must find it too (found by the model-based test)."""
+    w = any_world
+    w.project()
+    bob, carol = w.agent("bob"), w.agent("carol")
+    first = w.claimed(bob).task.id
+    w.clock.advance(minutes=30)  # exactly the lease
+    again = claims.claim(w.ctx, carol, "demo")
+    assert again.task.id == first and again.task.attempts_used == 1
+    second = w.claimed(bob).task.id
+    w.clock.advance(minutes=30)  # both claims made 30 minutes ago
+    assert sorted(sweep(w.ctx).expired) == sorted([first, second])
+    assert w.reload(second).status is Status.READY and w.reload(first).attempts_used == 2
+
+
 def test_submit_validates_and_records_who(world: World) -> None:
     world.project()
     bob = world.agent("bob")

@@ -110,7 +110,12 @@ def settle_lapsed(ctx: Context) -> list[str]:
 
 
 def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
-    return ctx.all_pages(lambda c: ctx.store.query_index(IndexName.LEASE, pk, sk_lt=now, limit=100, cursor=c))
+    """Leases with expires_at <= now. Index keys are "<expires_at>#<task id>", so a lease that
+    expires exactly now sorts after `now` itself: the bound is "<now>$" ('$' follows '#')."""
+    bound = f"{now}$"
+    return ctx.all_pages(
+        lambda c: ctx.store.query_index(IndexName.LEASE, pk, sk_lt=bound, limit=100, cursor=c)
+    )
 
 
 @dataclass
