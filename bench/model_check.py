@@ -1,0 +1,91 @@
+"""The model-based check at length: the reference model and the real services side by side.
+
+    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 1000] [--steps-per-example 100]
+                                [--skip-known] [--details]
+
+Runs Hypothesis state machines (tests/model/machine.py) in record mode: a divergence ends its
+example and is counted; generation goes on until each adapter has run its steps. Prints one line
+per adapter, then one line per distinct divergence kind (with the issue 8 defect it comes from,
+if it is a known one), and last:
+    steps=<total> divergences=<k> known=<a> new=<b>
+SQLite runs on a real file; DynamoDB on moto (slow: moto deep-copies per transaction item).
+--skip-known does not draw the inputs that reach defects issue 8 already lists (as pytest does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+from tests.model.machine import Recorder, machine_for  # noqa: E402
+
+NAMES = {"sqlite": "sqlite", "dynamodb": "dynamodb(moto)"}
+
+
+def run(adapter: str, target: int, per_example: int, skip_known: bool) -> tuple[Recorder, float]:
+    recorder = Recorder()
+    machine = machine_for(adapter, strict=False, recorder=recorder, skip_known=skip_known)
+    started = time.perf_counter()
+    while recorder.steps < target:
+        # Ask for about half of what is left, at the average length seen so far (an example ends
+        # early at a divergence, and Hypothesis draws lengths up to the step budget).
+        average = recorder.steps / recorder.examples if recorder.examples else per_example * 0.75
+        examples = max(1, round((target - recorder.steps) / average / 2))
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=per_example,
+                deadline=None,
+                database=None,
+                phases=[Phase.generate],  # record mode: nothing to shrink
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    return recorder, time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sqlite-steps", type=int, default=10_000)
+    ap.add_argument("--dynamodb-steps", type=int, default=1_000)
+    ap.add_argument("--steps-per-example", type=int, default=100)
+    ap.add_argument("--skip-known", action="store_true")
+    ap.add_argument("--details", action="store_true", help="print the last steps of one example per kind")
+    args = ap.parse_args()
+    total = known = new = 0
+    for adapter, target in (("sqlite", args.sqlite_steps), ("dynamodb", args.dynamodb_steps)):
+        if target <= 0:
+            continue
+        rec, seconds = run(adapter, target, args.steps_per_example, args.skip_known)
+        n_known = sum(1 for d in rec.divergences if d.known is not None)
+        print(
+            f"adapter={NAMES[adapter]} steps={rec.steps} examples={rec.examples} divergences={len(rec.divergences)} "
+            f"known={n_known} new={len(rec.divergences) - n_known} seconds={seconds:.1f} "
+            f"steps_per_s={rec.steps / seconds:.1f}",
+            flush=True,
+        )
+        shown: set[str] = set()
+        for kind, count in rec.kinds().most_common():
+            first = next(d for d in rec.divergences if d.kind == kind)
+            tag = f"known: issue 8 #{first.known.defect}" if first.known else "NEW"
+            print(f"  {count:4d} [{tag}] {kind}")
+            if args.details and kind not in shown:
+                shown.add(kind)
+                print("       " + first.detail.replace("\n", "\n       "))
+        total += rec.steps
+        known += n_known
+        new += len(rec.divergences) - n_known
+    print(f"steps={total} divergences={known + new} known={known} new={new}")
+
+
+if __name__ == "__main__":
+    main()
