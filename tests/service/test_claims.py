@@ -244,3 +244,18 @@ def test_claiming_the_next_task_never_skips_a_higher_priority(world: World) -> N
         world.task(title=f"low{i}", priority=1)
     high = world.task(title="high", priority=2).id
     assert claims.claim(world.ctx, bob, "demo").task.id == high
+
+
+def test_a_human_resolves_a_task_whose_last_lease_lapsed_without_a_sweep(any_world: World) -> None:
+    """Expiry on every access: a lapsed last attempt is in needs_human for resolve too, sweep
+    or not (found by the model-based test: resolve answered E_WRONG_STATE, "claimed")."""
+    from taskgate.service import review
+
+    w = any_world
+    w.project()
+    bob = w.agent("bob")
+    held = w.claimed(bob, max_attempts=1).task.id
+    w.clock.advance(minutes=30)
+    after = review.resolve(w.ctx, w.human, held, review.Resolution.REQUEUE, note="try again")
+    assert after.status is Status.READY and after.attempts_used == 1
+    assert [a.ending for a in after.attempts] == [AttemptEnding.EXPIRED]

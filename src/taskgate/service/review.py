@@ -230,7 +230,7 @@ def _resolve(
     note: str,
 ) -> Task:
     project_name, _ = parse_task_id(task_id)
-    task = ctx.task(task_id)
+    task = settle_expiry(ctx, ctx.task(task_id))  # a lapsed claim is over, sweep or not
     if who.is_delegated:
         refuse_own_work(who, task)
     project = ctx.project(project_name)
