@@ -259,3 +259,33 @@ def test_a_human_resolves_a_task_whose_last_lease_lapsed_without_a_sweep(any_wor
     after = review.resolve(w.ctx, w.human, held, review.Resolution.REQUEUE, note="try again")
     assert after.status is Status.READY and after.attempts_used == 1
     assert [a.ending for a in after.attempts] == [AttemptEnding.EXPIRED]
+
+
+@pytest.mark.parametrize("ending", ["release", "failure", "expiry", "requeue"])
+def test_a_claim_that_ends_under_a_revised_spec_waits_in_backlog(any_world: World, ending: str) -> None:
+    """Tasks wait in backlog while their spec is a draft (seed 001): a claim that ends after its
+    spec was revised goes there, not to the queue, and approval brings it back (found by the
+    model-based test: it landed in ready under the draft)."""
+    from taskgate.service import review, specs
+
+    w = any_world
+    w.project()
+    bob = w.agent("bob")
+    spec = w.spec()
+    c = w.claimed(bob, spec_id=spec.id)
+    tid = c.task.id
+    specs.revise(w.ctx, w.human, "demo", spec.id, body="clarified")
+    assert w.reload(tid).status is Status.CLAIMED  # the holder keeps working
+    if ending == "release":
+        claims.release(w.ctx, bob, tid, c.token)
+    elif ending == "failure":
+        claims.report_failure(w.ctx, bob, tid, c.token, kind=FailureKind.OTHER, findings=["flaky"])
+    elif ending == "expiry":
+        w.clock.advance(minutes=30)
+        assert tasks.get(w.ctx, bob, tid).status is Status.BACKLOG
+    else:
+        claims.escalate(w.ctx, bob, tid, c.token, question="which API?")
+        review.resolve(w.ctx, w.human, tid, review.Resolution.REQUEUE, note="go on")
+    assert w.reload(tid).status is Status.BACKLOG
+    specs.approve(w.ctx, w.human, "demo", spec.id)
+    assert w.reload(tid).status is Status.READY

@@ -94,3 +94,14 @@ def test_cancel_from_any_status_but_done() -> None:
                 find_move(s, Action.CANCEL)
         else:
             assert find_move(s, Action.CANCEL).target is Status.CANCELLED
+
+
+def test_a_move_to_ready_under_a_draft_spec_lands_in_backlog_unless_it_is_the_last_attempt() -> None:
+    release = find_move(Status.CLAIMED, Action.RELEASE)
+    fail = find_move(Status.CLAIMED, Action.FAIL_OTHER)
+    kw = {"max_attempts": 3, "verifier_errors_in_row": 0}
+    assert land(release, attempts_used=0, spec_draft=True, **kw).target is Status.BACKLOG
+    assert land(fail, attempts_used=0, spec_draft=True, **kw).target is Status.BACKLOG
+    assert land(fail, attempts_used=2, spec_draft=True, **kw).target is Status.NEEDS_HUMAN
+    escalate = find_move(Status.CLAIMED, Action.ESCALATE)  # not a move to ready: unchanged
+    assert land(escalate, attempts_used=0, spec_draft=True, **kw).target is Status.NEEDS_HUMAN

@@ -178,7 +178,14 @@ class Outcome:
     exhausted: bool = False
 
 
-def land(move: Move, *, attempts_used: int, max_attempts: int, verifier_errors_in_row: int) -> Outcome:
+def land(
+    move: Move,
+    *,
+    attempts_used: int,
+    max_attempts: int,
+    verifier_errors_in_row: int,
+    spec_draft: bool = False,
+) -> Outcome:
     used = attempts_used + (1 if move.uses_attempt else 0)
     errors = verifier_errors_in_row + 1 if move.action is Action.VERIFY_ERROR else 0
     if move.action is Action.VERIFY_ERROR and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
@@ -188,4 +195,9 @@ def land(move: Move, *, attempts_used: int, max_attempts: int, verifier_errors_i
     # needs_human: only a human puts such a task back in the queue.
     if move.target is Status.READY and (move.uses_attempt or move.who is Who.SYSTEM) and used >= max_attempts:
         return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
+    # Tasks wait in backlog while their spec is a draft (seed 001): a move to ready under a draft
+    # (a claim that ended after its spec was revised, a reopen or requeue under a draft) lands
+    # there, as the revise cascade puts ready and blocked tasks; approval brings it back.
+    if move.target is Status.READY and spec_draft:
+        return Outcome(Status.BACKLOG, used, errors)
     return Outcome(move.target, used, errors)

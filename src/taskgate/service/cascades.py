@@ -188,6 +188,7 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
         project = ctx.project(task.project)
         blockers = open_blockers(ctx, task)
         guard: list[Op] = []
+        draft = False
         if from_status is Status.BACKLOG:
             if task.spec_id is None:
                 return False
@@ -200,7 +201,11 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
             if blockers:
                 return False
             action = Action.BLOCKERS_DONE
-        new, ev = move(task, project, action, SYSTEM, ctx.clock.now())
+            if task.spec_id is not None:  # under a draft spec it waits in backlog instead
+                spec = ctx.spec(task.project, task.spec_id)
+                guard.append(_spec_guard(spec))
+                draft = spec.status is SpecStatus.DRAFT
+        new, ev = move(task, project, action, SYSTEM, ctx.clock.now(), spec_draft=draft)
         ctx.commit([put_task(task, new), put_event(ev), *guard])
         return True
 

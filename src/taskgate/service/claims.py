@@ -67,6 +67,7 @@ def settle_expiry(ctx: Context, task: Task) -> Task:
             "system:lease",
             now,
             changes={"claim": None},
+            spec_draft=ctx.spec_is_draft(task),
             attempt=task.claim.attempt if task.claim else None,
         )
         try:
@@ -359,6 +360,7 @@ def release(ctx: Context, who: Acting, task_id: str, token: str, *, reason: str 
         now,
         changes={"claim": None},
         attempt_record={"learned": reason or None},
+        spec_draft=ctx.spec_is_draft(task),
         reason=reason or None,
     )
     return _commit_move(ctx, task, new, ev)
@@ -407,6 +409,7 @@ def report_failure(
         now,
         changes={"claim": None, **changes},
         attempt_record={"failure_kind": kind, "findings": findings, "learned": learned},
+        spec_draft=kind is FailureKind.OTHER and ctx.spec_is_draft(task),
         kind=kind.value,
     )
     after = _commit_move(ctx, task, new, ev)

@@ -12,7 +12,7 @@ from taskgate import telemetry
 from taskgate.domain.clock import Clock, SystemClock
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
-from taskgate.domain.models import HistoryEvent, Project, Spec, Status, Task
+from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Status, Task
 from taskgate.domain.principals import Acting
 from taskgate.service import records
 from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge, Unencodable
@@ -81,6 +81,13 @@ class Context:
         if item is None:
             raise not_found(f"task {task_id}")
         return records.load(Task, item)
+
+    def spec_is_draft(self, task: Task) -> bool:
+        """Whether the task's spec is a draft now (one read; False for a task without a spec).
+        Moves to ready ask it, to land in backlog instead. A revise that commits between this
+        read and the move's commit can still leave the task ready under a draft: the claim path
+        refuses such a task and puts it back (claims._spec_still_approved)."""
+        return task.spec_id is not None and self.spec(task.project, task.spec_id).status is SpecStatus.DRAFT
 
     def spec(self, project: str, spec_id: str) -> Spec:
         item = self.store.get(*records.spec_key(project, parse_spec_id(spec_id)))

@@ -158,6 +158,7 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
         who,
         now,
         changes={"findings": [*task.findings, finding], "live_run": None},
+        spec_draft=ctx.spec_is_draft(task),
         findings=findings,
     )
     ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
@@ -287,6 +288,7 @@ def _resolve(
         who,
         now,
         changes=changes,
+        spec_draft=resolution is Resolution.REQUEUE and ctx.spec_is_draft(task),
         resolution=resolution.value,
         note=note or None,
     )

@@ -20,17 +20,20 @@ def move(
     *,
     changes: dict[str, Any] | None = None,
     attempt_record: dict[str, Any] | None = None,
+    spec_draft: bool = False,
     **detail: Any,
 ) -> tuple[Task, HistoryEvent]:
     """Apply the table's row for (task.status, action); `changes` are other fields that move with
     it. If the action ends the task's open attempt (ATTEMPT_ENDINGS), the attempt ends here, with
-    `attempt_record` as further fields of its record (findings, learned, ...)."""
+    `attempt_record` as further fields of its record (findings, learned, ...). `spec_draft`: the
+    task's spec is a draft now (Context.spec_is_draft), so a move to ready lands in backlog."""
     row = find_move(task.status, action, verification_on=project.verification_on)
     out = land(
         row,
         attempts_used=task.attempts_used,
         max_attempts=task.effective_max_attempts(project),
         verifier_errors_in_row=task.verifier_errors_in_row,
+        spec_draft=spec_draft,
     )
     update: dict[str, Any] = {
         "status": out.target,
