@@ -190,3 +190,24 @@ def test_brief_carries_findings_of_earlier_attempts(world: World) -> None:
             "learned": "run make migrate first",
         }
     ]
+
+
+def test_a_lone_surrogate_in_a_title_is_refused_by_the_services_too(any_world: World) -> None:
+    """The interfaces refuse it first; a service called directly answers E_VALIDATION and writes
+    nothing, instead of letting pydantic's error escape (found by the model-based test)."""
+    w = any_world
+    w.project()
+    t = w.task()
+    bad = "title \ud800"
+    crit = [CriterionInput(text="works")]
+    calls = [
+        lambda: tasks.create(w.ctx, w.human, "demo", title=bad, criteria=crit),
+        lambda: tasks.update(w.ctx, w.human, t.id, title=bad),
+        lambda: specs.create(w.ctx, w.human, "demo", title=bad, criteria=crit),
+    ]
+    for call in calls:
+        snapshot = dump(w.store)
+        with pytest.raises(TaskgateError) as err:
+            call()
+        assert err.value.code is ErrorCode.VALIDATION and "Unicode" in err.value.message
+        assert dump(w.store) == snapshot

@@ -14,6 +14,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
 from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Status, Task
 from taskgate.domain.principals import Acting
+from taskgate.domain.text import unencodable
 from taskgate.service import records
 from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge, Unencodable
 from taskgate.store.schema import IndexName
@@ -176,6 +177,16 @@ def lines(values: list[str], what: str) -> list[str]:
 
 
 def text(value: str | None, what: str, limit: int = MAX_TEXT_CHARS) -> str | None:
+    """A text argument within its limit and storable (see `storable`)."""
     if value is not None and len(value) > limit:
         raise invalid(f"{what}: at most {limit} characters")
+    return storable(value, what)
+
+
+def storable(value: str | None, what: str) -> str | None:
+    """Text with a UTF-8 form. The interfaces refuse a lone surrogate first (domain.text's
+    CheckedText); this is the services' own check, for fields that become part of a record
+    before the store's last net could see them (a title fails in pydantic there)."""
+    if value is not None and unencodable(value) is not None:
+        raise invalid(f"{what}: text must be valid Unicode (it holds a lone UTF-16 surrogate)")
     return value

@@ -11,7 +11,7 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, PrincipalKind
 from taskgate.domain.specs import number_criteria
 from taskgate.service import cascades, counters, records, requests
-from taskgate.service.context import Context, event, put_event, text
+from taskgate.service.context import Context, event, put_event, storable, text
 from taskgate.store.port import Page, Put
 
 
@@ -30,6 +30,7 @@ def create(
     authorize(Op.CREATE_SPEC, who, project=project)
     if not title.strip():
         raise invalid("title must not be empty")
+    storable(title, "title")
     if not criteria:
         raise TaskgateError(ErrorCode.EMPTY_CRITERIA, "a spec needs at least one acceptance criterion")
     request = requests.begin(

@@ -28,7 +28,7 @@ from taskgate.domain.specs import criteria_of, duplicate_warnings, numbered
 from taskgate.domain.spread import spread
 from taskgate.service import cascades, counters, records, requests
 from taskgate.service.claims import settle_expiry, settle_project
-from taskgate.service.context import Context, event, put_event, put_task
+from taskgate.service.context import Context, event, put_event, put_task, storable
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
@@ -106,6 +106,7 @@ def create(
     authorize(Op.CREATE_TASK, who, project=project)
     if not title.strip():
         raise invalid("title must not be empty")
+    storable(title, "title")
     _check_priority(priority)
     if max_attempts is not None and not 1 <= max_attempts <= 20:
         raise invalid("max_attempts must be between 1 and 20")
@@ -230,6 +231,7 @@ def update(
         _check_priority(priority)
     if title is not None and not title.strip():
         raise invalid("title must not be empty")
+    storable(title, "title")
     if blocked_by is not None:
         cascades.check_blockers(ctx, project, blocked_by, tid)
 
