@@ -1,15 +1,14 @@
 """The model-based check at length: the reference model and the real services side by side.
 
     python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 1000] [--steps-per-example 100]
-                                [--skip-known] [--details]
+                                [--details]
 
 Runs Hypothesis state machines (tests/model/machine.py) in record mode: a divergence ends its
 example and is counted; generation goes on until each adapter has run its steps. Prints one line
-per adapter, then one line per distinct divergence kind (with the issue 8 defect it comes from,
-if it is a known one), and last:
-    steps=<total> divergences=<k> known=<a> new=<b>
+per adapter, then one line per distinct divergence kind (--details: with the last steps of one
+example of it), and last:
+    steps=<total> divergences=<k>
 SQLite runs on a real file; DynamoDB on moto (slow: moto deep-copies per transaction item).
---skip-known does not draw the inputs that reach defects issue 8 already lists (as pytest does).
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ from tests.model.machine import Recorder, machine_for  # noqa: E402
 NAMES = {"sqlite": "sqlite", "dynamodb": "dynamodb(moto)"}
 
 
-def run(adapter: str, target: int, per_example: int, skip_known: bool) -> tuple[Recorder, float]:
+def run(adapter: str, target: int, per_example: int) -> tuple[Recorder, float]:
     recorder = Recorder()
-    machine = machine_for(adapter, strict=False, recorder=recorder, skip_known=skip_known)
+    machine = machine_for(adapter, strict=False, recorder=recorder)
     started = time.perf_counter()
     while recorder.steps < target:
         # Ask for about half of what is left, at the average length seen so far (an example ends
@@ -58,33 +57,26 @@ def main() -> None:
     ap.add_argument("--sqlite-steps", type=int, default=10_000)
     ap.add_argument("--dynamodb-steps", type=int, default=1_000)
     ap.add_argument("--steps-per-example", type=int, default=100)
-    ap.add_argument("--skip-known", action="store_true")
     ap.add_argument("--details", action="store_true", help="print the last steps of one example per kind")
     args = ap.parse_args()
-    total = known = new = 0
+    total = diverged = 0
     for adapter, target in (("sqlite", args.sqlite_steps), ("dynamodb", args.dynamodb_steps)):
         if target <= 0:
             continue
-        rec, seconds = run(adapter, target, args.steps_per_example, args.skip_known)
-        n_known = sum(1 for d in rec.divergences if d.known is not None)
+        rec, seconds = run(adapter, target, args.steps_per_example)
         print(
-            f"adapter={NAMES[adapter]} steps={rec.steps} examples={rec.examples} divergences={len(rec.divergences)} "
-            f"known={n_known} new={len(rec.divergences) - n_known} seconds={seconds:.1f} "
-            f"steps_per_s={rec.steps / seconds:.1f}",
+            f"adapter={NAMES[adapter]} steps={rec.steps} examples={rec.examples} "
+            f"divergences={len(rec.divergences)} seconds={seconds:.1f} steps_per_s={rec.steps / seconds:.1f}",
             flush=True,
         )
-        shown: set[str] = set()
         for kind, count in rec.kinds().most_common():
-            first = next(d for d in rec.divergences if d.kind == kind)
-            tag = f"known: issue 8 #{first.known.defect}" if first.known else "NEW"
-            print(f"  {count:4d} [{tag}] {kind}")
-            if args.details and kind not in shown:
-                shown.add(kind)
+            print(f"  {count:4d} {kind}")
+            if args.details:
+                first = next(d for d in rec.divergences if d.kind == kind)
                 print("       " + first.detail.replace("\n", "\n       "))
         total += rec.steps
-        known += n_known
-        new += len(rec.divergences) - n_known
-    print(f"steps={total} divergences={known + new} known={known} new={new}")
+        diverged += len(rec.divergences)
+    print(f"steps={total} divergences={diverged}")
 
 
 if __name__ == "__main__":

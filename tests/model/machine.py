@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +52,6 @@ from taskgate.service.context import Context
 from taskgate.store.port import Store
 from taskgate.store.sqlite import SQLiteStore
 from tests.model import reference as ref
-from tests.model.known import Known, classify
 from tests.support.dynamo import dynamodb_store
 from tests.support.world import SHA, dump
 
@@ -89,7 +88,6 @@ STORES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
 class Divergence:
     kind: str  # what differed, without ids or step numbers: the same kind groups across examples
     detail: str  # this occurrence: ids and the last steps of the example
-    known: Known | None = None  # a defect issue 8 already lists
 
 
 @dataclass
@@ -194,8 +192,6 @@ class ModelMachine(RuleBasedStateMachine):
     adapter: ClassVar[str] = "sqlite"
     strict: ClassVar[bool] = True
     recorder: ClassVar[Recorder] = Recorder()
-    # Do not draw inputs that hit a known, not yet fixed defect (to see past them).
-    skip_known: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -215,7 +211,6 @@ class ModelMachine(RuleBasedStateMachine):
         self.run_ids: dict[int, str] = {}  # model run -> real run id
         self.run_criteria: dict[int, list[str]] = {}
         self.trace: list[str] = []
-        self._lapsed_at_start: set[int] = set()
         self.diverged = False
         type(self).recorder.examples += 1
 
@@ -320,18 +315,8 @@ class ModelMachine(RuleBasedStateMachine):
             return []
         return sorted({cands[(i + k) % len(cands)] for k in range(n)})
 
-    def _diverge(self, kind: str, detail: str, tasks_: Iterable[int | None] = ()) -> None:
-        involved = [t for t in tasks_ if t is not None and 0 <= t < len(self.model.tasks)]
-        tags = set()
-        if any(t in self._lapsed_at_start for t in involved):
-            tags.add("lapsed")
-        if any(self.model._spec_draft(self.model.tasks[t]) for t in involved):
-            tags.add("draft-spec")
-        d = Divergence(
-            kind,
-            f"{detail}\n  last steps:\n    " + "\n    ".join(self.trace[-12:]),
-            classify(kind, frozenset(tags)),
-        )
+    def _diverge(self, kind: str, detail: str) -> None:
+        d = Divergence(kind, f"{detail}\n  last steps:\n    " + "\n    ".join(self.trace[-12:]))
         if self.strict:
             raise DivergenceError(f"{kind}\n{d.detail}")
         type(self).recorder.divergences.append(d)
@@ -354,7 +339,6 @@ class ModelMachine(RuleBasedStateMachine):
     def _begin(self, label: str) -> bool:
         if self.diverged:
             return False
-        self._lapsed_at_start = {t.label for t in self.model.tasks if t.lapsed_from is not None}
         type(self).recorder.steps += 1
         self.trace.append(label)
         return True
@@ -398,9 +382,7 @@ class ModelMachine(RuleBasedStateMachine):
         except TaskgateError as e:
             r_code = e.code.value
         except Exception as e:
-            self._diverge(
-                f"{label}: crashed with {type(e).__name__}", traceback.format_exc(limit=-4), [target]
-            )
+            self._diverge(f"{label}: crashed with {type(e).__name__}", traceback.format_exc(limit=-4))
             return None
         self.trace[-1] += f" -> model {m_code or 'ok'}, real {r_code or 'ok'}"
         type(self).recorder.outcomes[f"{label} -> {r_code or 'ok'}"] += 1
@@ -408,15 +390,12 @@ class ModelMachine(RuleBasedStateMachine):
             self._diverge(
                 f"{label}: model {m_code or 'ok'}, real {r_code or 'ok'}",
                 f"task {self.tid(target or 0)}",
-                [target],
             )
             return None
         if before is not None:
             changed = self._changed(before, dump(self.store), settled)
             if changed:
-                self._diverge(
-                    f"{label}: refused with {r_code} but wrote", f"changed items: {changed[:4]}", [target]
-                )
+                self._diverge(f"{label}: refused with {r_code} but wrote", f"changed items: {changed[:4]}")
                 return None
         if m_codes is None and on_ok is not None:
             on_ok(m_out, r_out)
@@ -511,9 +490,7 @@ class ModelMachine(RuleBasedStateMachine):
 
     def _mismatch(self, label: str, mt: ref.Task | None, what: str, want: Any, got: Any) -> bool:
         tid_ = self.task_ids[mt.label] if mt is not None else "-"
-        self._diverge(
-            f"after {label}: {what} model={want} real={got}", f"task {tid_}", [mt.label if mt else None]
-        )
+        self._diverge(f"after {label}: {what} model={want} real={got}", f"task {tid_}")
         return False
 
     # ---- rules: specs --------------------------------------------------------------------
@@ -535,7 +512,7 @@ class ModelMachine(RuleBasedStateMachine):
         if action == "create":
             if len(self.model.specs) >= MAX_SPECS:
                 return
-            title = LONE_SURROGATE if bad and not self.skip_known else "Health endpoint"
+            title = LONE_SURROGATE if bad else "Health endpoint"
             self.step(
                 "create_spec",
                 c,
@@ -559,11 +536,6 @@ class ModelMachine(RuleBasedStateMachine):
             else "-"
         )
         if action == "update":
-            lowers = (
-                s < len(self.model.specs) and ref.RISK_RANK[risk] < ref.RISK_RANK[self.model.specs[s].risk]
-            )
-            if self.skip_known and who != "alice" and lowers:
-                return  # issue 8, defect 6: an agent lowers risk
             self.step(
                 "update_spec",
                 c,
@@ -580,8 +552,6 @@ class ModelMachine(RuleBasedStateMachine):
                 where=where,
             )
         else:
-            if self.skip_known and not self._revisable(s):
-                return
             new_risk = risk if bad else None
             self.step(
                 "revise_spec",
@@ -597,18 +567,6 @@ class ModelMachine(RuleBasedStateMachine):
                 ),
                 where=where,
             )
-
-    def _revisable(self, s: int | None) -> bool:
-        """With skip_known: a revise that cannot put a task in ready under a draft spec later
-        (issue 8, defect 3: claims that end under a draft spec land in ready, not backlog)."""
-        if s is None or not 0 <= s < len(self.model.specs):
-            return True
-        return all(
-            t.status in (ref.READY, ref.BLOCKED, ref.BACKLOG, ref.DONE, ref.CANCELLED)
-            and t.lapsed_from is None
-            for t in self.model.tasks
-            if t.spec == s
-        )
 
     # ---- rules: tasks and claims ---------------------------------------------------------
 
@@ -644,7 +602,7 @@ class ModelMachine(RuleBasedStateMachine):
         spec = self.pick_spec(si) if use_spec and self.model.specs else None
         own_kinds = () if spec is not None else own
         blocked = self.blockers(nb, bi, -1)
-        title = LONE_SURROGATE if bad and not self.skip_known else "Do the thing"
+        title = LONE_SURROGATE if bad else "Do the thing"
         r = risk if spec is None else None
         kw: dict[str, Any] = {
             "title": title,
@@ -727,7 +685,6 @@ class ModelMachine(RuleBasedStateMachine):
             self._diverge(
                 f"{label}: model ok, real {e.code.value}",
                 f"ready: {[self.task_ids[t.label] for t in ready]}",
-                [t.label for t in ready],
             )
             return
         except Exception as e:
@@ -736,15 +693,11 @@ class ModelMachine(RuleBasedStateMachine):
         type(self).recorder.outcomes[f"{label} -> ok"] += 1
         t = self.task_ids.index(got.task.id)
         floor = self._top5_floor(ready)
-        if self.skip_known:
-            # Issue 8, defect 7: the ready queue's view may not see lapsed leases yet.
-            floor = min(floor, self._top5_floor([r for r in ready if r.lapsed_from is None] or ready))
         mt = self.model.tasks[t]
         if mt.status != ref.READY or mt.priority < floor:
             self._diverge(
                 f"{label}: picked a {mt.status} task of priority {mt.priority} (top-5 floor {floor})",
                 f"task {got.task.id}; ready: {[(self.task_ids[r.label], r.priority) for r in ready]}",
-                [r.label for r in ready],
             )
             return
         self._claimed(t, c, self.model.claim(c, t, lease), got.token)
@@ -931,11 +884,6 @@ class ModelMachine(RuleBasedStateMachine):
                 target=t,
             )
         else:
-            mt = self.model.tasks[t] if 0 <= t < len(self.model.tasks) else None
-            if self.skip_known and mt is not None and mt.lapsed_from:
-                return  # issue 8, defect 7: resolve does not see that the lease lapsed
-            if self.skip_known and mt is not None and how == "revise_spec" and not self._revisable(mt.spec):
-                return
             blocked = self.blockers(nb, bi, t) if how == "block" else []
             self.step(
                 f"resolve({how})",
@@ -972,7 +920,6 @@ class ModelMachine(RuleBasedStateMachine):
                 self._diverge(
                     f"accept_batch by {self._role(c)}, item on {before.get(t, '-')}: model {want}, real {real or 'ok'}",
                     f"task {self.tid(t)}",
-                    [t],
                 )
                 return
 
@@ -1207,7 +1154,6 @@ class ModelMachine(RuleBasedStateMachine):
             self._diverge(
                 f"get_task: shows {got[0]} where the model has {want[0]}",
                 f"task {rt.id}: {want} vs {got}",
-                [mt.label],
             )
 
     def _list_tasks(self, c: ref.Caller, status: str | None) -> None:
@@ -1223,11 +1169,6 @@ class ModelMachine(RuleBasedStateMachine):
             return
         want = {self.task_ids[x]: self.model.tasks[x].status for x in out[0]}
         got = {t.id: t.status.value for t in out[1][0]}
-        if self.skip_known:
-            # Issue 8, defect 7: list_tasks shows a lapsed lease as claimed; look past it.
-            lapsed = {self.task_ids[t.label] for t in self.model.tasks if t.lapsed_from is not None}
-            want = {k: v for k, v in want.items() if k not in lapsed}
-            got = {k: v for k, v in got.items() if k not in lapsed}
         if want != got:
             diff = set(want.items()) ^ set(got.items())
             lapsed = any(self.model.tasks[self.task_ids.index(x)].lapsed_from for x, _ in diff)
@@ -1235,15 +1176,12 @@ class ModelMachine(RuleBasedStateMachine):
                 f"list_tasks({status}): differs from the model{' on a lapsed lease' if lapsed else ''}",
                 f"model only {sorted(set(want.items()) - set(got.items()))}, "
                 f"real only {sorted(set(got.items()) - set(want.items()))}",
-                [self.task_ids.index(x) for x, _ in diff],
             )
 
 
-def machine_for(
-    adapter: str, *, strict: bool, recorder: Recorder | None = None, skip_known: bool = False
-) -> type[ModelMachine]:
+def machine_for(adapter: str, *, strict: bool, recorder: Recorder | None = None) -> type[ModelMachine]:
     return type(
         f"ModelMachine_{adapter}",
         (ModelMachine,),
-        {"adapter": adapter, "strict": strict, "recorder": recorder or Recorder(), "skip_known": skip_known},
+        {"adapter": adapter, "strict": strict, "recorder": recorder or Recorder()},
     )

@@ -394,8 +394,9 @@ class Model:
         if s is not None:
             chk.need(s.status == "draft", "E_WRONG_STATE", "an approved spec is revised, not edited")
             if risk is not None and RISK_RANK[risk] < RISK_RANK[s.risk]:
-                # Issue 8, defect 6: lowering risk is a human action; an agent may only raise it.
-                chk.need(self._is_human(c), "E_FORBIDDEN", "only a human lowers risk")
+                # Issue 8, defect 6: lowering risk is a human action; an agent may only raise it
+                # (a delegated agent too: like approving medium or high risk, it is for the board).
+                chk.need(self.keys[c.key].kind == "human", "E_FORBIDDEN", "only a human lowers risk")
         chk.done()
         assert s is not None
         if risk is not None:
@@ -421,7 +422,9 @@ class Model:
         s.approved_by_human = human
         for t in self._spec_tasks(s):
             if t.status == BACKLOG:
-                self._touch(t)
+                # No _touch: a cascade picks tasks by their recorded status, so a lapsed claim
+                # it does not see stays as recorded until someone looks (then it lands where
+                # the spec says).
                 if self._open_blockers(t):
                     t.status = BLOCKED
                 else:
@@ -431,6 +434,8 @@ class Model:
         _, chk = self._start(c)
         self._humans(c, chk)
         s = self._find_spec(label, chk)
+        if s is not None and risk is not None and RISK_RANK[risk] < RISK_RANK[s.risk]:
+            chk.need(self.keys[c.key].kind == "human", "E_FORBIDDEN", "only a human lowers risk")
         chk.done()
         assert s is not None
         if s.status == "draft":
@@ -447,8 +452,7 @@ class Model:
             self._set_spec_risk(s, risk)
         for t in self._spec_tasks(s):
             if t.status in (READY, BLOCKED):
-                self._touch(t)
-                t.status = BACKLOG
+                t.status = BACKLOG  # no _touch: see approve_spec
 
     # ---- tasks ---------------------------------------------------------------------------
 
@@ -575,7 +579,8 @@ class Model:
             self._to_ready(t, uses_attempt=True, system=False)
         elif kind == "dependency":
             t.used += 1
-            t.blocked_by = list(blocked_by)
+            # Silent: blocked by these as well as by what it already waited for.
+            t.blocked_by = sorted(set(t.blocked_by) | set(blocked_by))
             t.status = BLOCKED
         else:  # spec_gap, design_conflict
             t.used += 1
@@ -717,7 +722,7 @@ class Model:
         if how == "requeue":
             self._to_ready(t, uses_attempt=False, system=False)
         elif how == "block":
-            t.blocked_by = list(blocked_by)
+            t.blocked_by = sorted(set(t.blocked_by) | set(blocked_by))  # as for a dependency failure
             t.status = BLOCKED
         elif how == "revise_spec":
             assert t.spec is not None

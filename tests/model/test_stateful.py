@@ -44,8 +44,7 @@ def _settings(examples: int, steps: int, **kw: Any) -> settings:
 @pytest.mark.parametrize("adapter", ["sqlite", "dynamodb"])
 def test_the_services_follow_the_model(adapter: str) -> None:
     recorder = Recorder()
-    # skip_known: inputs that reach defects issue 8 already lists are not drawn (tests/model/known.py).
-    machine = machine_for(adapter, strict=True, recorder=recorder, skip_known=True)
+    machine = machine_for(adapter, strict=True, recorder=recorder)
     examples, steps = PROFILES[adapter]
     run_state_machine_as_test(machine, settings=_settings(examples, steps))
     # The profile really exercised the lifecycle, not only refusals.
@@ -63,7 +62,7 @@ def test_the_model_catches_a_planted_defect(monkeypatch: pytest.MonkeyPatch) -> 
     )
     monkeypatch.setattr(lifecycle, "TABLE", rows)
     recorder = Recorder()
-    machine = machine_for("sqlite", strict=False, recorder=recorder, skip_known=True)
+    machine = machine_for("sqlite", strict=False, recorder=recorder)
     run_state_machine_as_test(machine, settings=_settings(20, 60, phases=[Phase.generate]))
     kinds = recorder.kinds()
     assert any(k.startswith("after release by") for k in kinds), kinds
