@@ -505,8 +505,8 @@ class Model:
         return chk
 
     def ready_candidates(self, c: Caller, lease: int | None) -> list[Task]:
-        """claim_task without an id: any ready task among the highest priorities (DESIGN.md
-        section 5: read the top few candidates and pick one at random)."""
+        """claim_task without an id: the ready tasks; the server picks one of the highest
+        priority (the machine checks which)."""
         chk = self._claim_checks(c, lease)
         ready = [t for t in self.tasks if t.status == READY]
         chk.need(bool(ready), "E_NOTHING_READY", "nothing ready")
