@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from taskgate.domain.clock import iso
 from taskgate.domain.ids import parse_task_id
@@ -136,7 +137,40 @@ def queued_band(key: IndexKey) -> str:
 
 
 def _body(model: BaseModel) -> dict[str, Any]:
-    return model.model_dump(mode="json", exclude={"version"})
+    return _compact(model, model.model_dump(mode="json", exclude={"version"}))
+
+
+def _unset(field: FieldInfo, value: Any) -> bool:
+    """Whether a field holds its "nothing here" default: None for a field that defaults to None,
+    an empty text, list or map for one that defaults to an empty one. Only those are left out of what
+    is stored (loading fills them back in): a store unit is paid per KB written, and a task
+    holds many of them. A default with a meaning (a priority of 0, low risk, a lease of 30
+    minutes) is always written, so a later change of a default never rewrites stored data."""
+    if value is None:
+        return field.default is None and field.default_factory is None
+    if value == "":
+        return bool(field.default == "")
+    if value == [] or value == {}:
+        return field.default_factory in (list, dict)
+    return False
+
+
+def _compact(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+    fields = type(model).model_fields
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        field = fields.get(name)
+        if field is not None and _unset(field, value):
+            continue
+        attr = getattr(model, name, None)
+        if isinstance(attr, BaseModel):
+            value = _compact(attr, value)
+        elif isinstance(attr, list) and attr and all(isinstance(a, BaseModel) for a in attr):
+            value = [_compact(a, v) for a, v in zip(attr, value, strict=True)]
+        elif isinstance(attr, dict) and attr and all(isinstance(a, BaseModel) for a in attr.values()):
+            value = {k: _compact(attr[k], v) for k, v in value.items()}
+        out[name] = value
+    return out
 
 
 def load(model: type[M], item: Item) -> M:
