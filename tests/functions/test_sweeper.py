@@ -14,12 +14,12 @@ import pytest
 from taskgate import runtime
 from taskgate.cloud.sweeper import handler
 from taskgate.domain.clock import ManualClock
+from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import AttemptEnding, CredentialKind, CriterionInput, Status
 from taskgate.domain.principals import Acting, acting, human
-from taskgate.service import claims, keys, projects, records, tasks
+from taskgate.service import claims, keys, projects, tasks
 from taskgate.service.context import Context
 from taskgate.store.dynamodb import DynamoDBStore
-from taskgate.store.schema import LEASE_SHARDS
 from tests.functions.stack import Stack, stack
 
 HUMAN = acting(human("alice"))
@@ -49,15 +49,16 @@ def _agent(ctx: Context, name: str) -> Acting:
 def test_the_sweeper_expires_exactly_the_leases_that_are_due(cloud: Stack) -> None:
     now = datetime.now(UTC)
     past = Context(cloud.ctx.store, ManualClock(now - timedelta(minutes=30)))  # claims made 30 min ago
-    projects.create(past, HUMAN, "shop", repo="https://git.example.com/shop.git")
+    for name in ("shop", "site"):  # the sweep goes through every project's claimed queue
+        projects.create(past, HUMAN, name, repo=f"https://git.example.com/{name}.git")
     agent = _agent(past, "builder")
     due, live = [], []
     for n, lease in enumerate([5, 45, 10, 60, 29, 31, 1, 120, 15, 90, 20, 40]):
-        task = tasks.create(past, HUMAN, "shop", title=f"t{n}", criteria=[CriterionInput(text="ok")]).task
-        claims.claim(past, agent, "shop", task_id=task.id, lease_minutes=lease)
+        project = ("shop", "site")[n // 2 % 2]
+        task = tasks.create(past, HUMAN, project, title=f"t{n}", criteria=[CriterionInput(text="ok")]).task
+        claims.claim(past, agent, project, task_id=task.id, lease_minutes=lease)
         (due if lease < 30 else live).append(task.id)
-    shards = {records.lease_shard(t) for t in due}
-    assert len(shards) > 1 and len(shards) <= LEASE_SHARDS  # the sweep crosses shards
+    assert {parse_task_id(t)[0] for t in due} == {"shop", "site"}
 
     first = cloud.invoke(handler, scheduler_event(now))
     assert sorted(first["expired"]) == sorted(due)

@@ -33,7 +33,6 @@ from taskgate.store.port import (
 from taskgate.store.schema import IndexName
 
 Q = IndexName.QUEUE
-L = IndexName.LEASE
 K = IndexName.LOOKUP
 
 
@@ -396,7 +395,7 @@ def test_queue_index_orders_by_sort_key(store: Store) -> None:
 def test_indexes_are_sparse(store: Store) -> None:
     create(store, queued("a", 1), item("T#b", "META"), queued("c", 2))
     assert [it.pk for it in store.query_index(Q, "Q#p#ready").items] == ["T#a", "T#c"]
-    assert store.query_index(L, "L#0").items == []
+    assert store.query_index(K, "L#0").items == []
     assert store.query_index(K, "KH#x").items == []
 
 
@@ -404,22 +403,22 @@ def test_update_moves_and_removes_index_entries(store: Store) -> None:
     a = queued("a", 1)
     create(store, a, queued("b", 2))
 
-    # ready -> claimed: leaves the ready queue, enters the claimed queue and the lease index
+    # ready -> claimed: leaves the ready queue, enters the claimed queue and a second index
     claimed = replace(
         a,
         version=2,
-        indexes={Q: ("Q#p#claimed", "0000000001#a"), L: ("L#3", "2024-01-01T00:10:00Z#a")},
+        indexes={Q: ("Q#p#claimed", "0000000001#a"), K: ("L#3", "2024-01-01T00:10:00Z#a")},
     )
     store.commit([Put(claimed, expected_version=1)])
     assert [it.data["id"] for it in store.query_index(Q, "Q#p#ready").items] == ["b"]
     assert store.query_index(Q, "Q#p#claimed").items == [claimed]
-    assert store.query_index(L, "L#3").items == [claimed]
+    assert store.query_index(K, "L#3").items == [claimed]
 
     # an update without any index takes the item out of every index
     done = replace(claimed, version=3, indexes={})
     store.commit([Put(done, expected_version=2)])
     assert store.query_index(Q, "Q#p#claimed").items == []
-    assert store.query_index(L, "L#3").items == []
+    assert store.query_index(K, "L#3").items == []
     assert store.get("T#a", "META") == done
 
     # a deleted item leaves its index
@@ -435,7 +434,7 @@ def test_lookup_index(store: Store) -> None:
 
 
 def leased(task: str, shard: int, expires: str) -> Item:
-    return Item(f"T#{task}", "META", {"id": task}, 1, {L: (f"L#{shard}", f"{expires}#{task}")})
+    return Item(f"T#{task}", "META", {"id": task}, 1, {K: (f"L#{shard}", f"{expires}#{task}")})
 
 
 def test_lease_index_sk_lt_finds_expired(store: Store) -> None:
@@ -448,17 +447,17 @@ def test_lease_index_sk_lt_finds_expired(store: Store) -> None:
         leased("e", 2, "2024-05-01T08:00:00Z"),  # other shard
     )
     now = "2024-05-01T10:00:00Z"
-    expired = store.query_index(L, "L#1", sk_lt=now)
+    expired = store.query_index(K, "L#1", sk_lt=now)
     assert [it.data["id"] for it in expired.items] == ["d", "b"]  # "a" expires at now: not before
     assert expired.cursor is None
-    desc = store.query_index(L, "L#1", sk_lt=now, descending=True)
+    desc = store.query_index(K, "L#1", sk_lt=now, descending=True)
     assert [it.data["id"] for it in desc.items] == ["b", "d"]
-    assert store.query_index(L, "L#1", sk_lt="2024-05-01T08:00:00Z").items == []
+    assert store.query_index(K, "L#1", sk_lt="2024-05-01T08:00:00Z").items == []
 
-    first = store.query_index(L, "L#1", sk_lt=now, limit=1)
+    first = store.query_index(K, "L#1", sk_lt=now, limit=1)
     assert [it.data["id"] for it in first.items] == ["d"]
     assert first.cursor is not None
-    second = store.query_index(L, "L#1", sk_lt=now, limit=1, cursor=first.cursor)
+    second = store.query_index(K, "L#1", sk_lt=now, limit=1, cursor=first.cursor)
     assert [it.data["id"] for it in second.items] == ["b"]
     assert second.cursor is None
 

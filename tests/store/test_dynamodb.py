@@ -267,11 +267,11 @@ def test_cursor_outside_the_query_is_a_validation_error(dynamo: DynamoDBStore) -
     assert caught.value.code is ErrorCode.VALIDATION
     position = {"isk": "2024-06-01T00:00:00Z", "pk": "T#1", "sk": "META"}
     with pytest.raises(TaskgateError):
-        dynamo.query_index(IndexName.LEASE, "L#1", sk_lt="2024-01-01", cursor=cursors.encode(position))
+        dynamo.query_index(IndexName.QUEUE, "L#1", sk_lt="2024-01-01", cursor=cursors.encode(position))
     with pytest.raises(TaskgateError):
-        dynamo.query_index(IndexName.LEASE, "L#1", sk_prefix="2023", cursor=cursors.encode(position))
+        dynamo.query_index(IndexName.QUEUE, "L#1", sk_prefix="2023", cursor=cursors.encode(position))
     with pytest.raises(TaskgateError):
-        dynamo.query_index(IndexName.LEASE, "L#1", cursor=cursors.encode({**position, "pk": 7}))
+        dynamo.query_index(IndexName.QUEUE, "L#1", cursor=cursors.encode({**position, "pk": 7}))
 
 
 def test_validation_error_on_a_start_key_becomes_a_cursor_error(dynamo: DynamoDBStore) -> None:

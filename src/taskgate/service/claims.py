@@ -8,7 +8,7 @@ no sweep ran.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -38,9 +38,9 @@ from taskgate.domain.specs import criteria_of
 from taskgate.service import cascades, records, secrets
 from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
 from taskgate.service.transitions import move
-from taskgate.store.port import Check, Item
+from taskgate.store.port import Check
 from taskgate.store.port import Op as StoreOp
-from taskgate.store.schema import LEASE_SHARDS, IndexName
+from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
 P = ParamSpec("P")
@@ -99,24 +99,8 @@ def settle_project(ctx: Context, project: str) -> list[str]:
 
 
 def settle_lapsed(ctx: Context) -> list[str]:
-    """Settle every lease that has run out (all shards of the lease index). Returns the task ids."""
-    now = iso(ctx.clock.now())
-    out = []
-    for shard in range(LEASE_SHARDS):
-        for item in list(_lapsed(ctx, records.lease_pk(shard), now)):
-            task = records.load(Task, item)
-            if settle_expiry(ctx, ctx.task(task.id)).status is not Status.CLAIMED:
-                out.append(task.id)
-    return out
-
-
-def _lapsed(ctx: Context, pk: str, now: str) -> Iterator[Item]:
-    """Leases with expires_at <= now. Index keys are "<expires_at>#<task id>", so a lease that
-    expires exactly now sorts after `now` itself: the bound is "<now>$" ('$' follows '#')."""
-    bound = f"{now}$"
-    return ctx.all_pages(
-        lambda c: ctx.store.query_index(IndexName.LEASE, pk, sk_lt=bound, limit=100, cursor=c)
-    )
+    """Settle every lease that has run out, project by project (the sweeper). Returns the task ids."""
+    return [task_id for project in ctx.project_names() for task_id in settle_project(ctx, project)]
 
 
 @dataclass

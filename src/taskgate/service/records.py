@@ -3,7 +3,7 @@
 P#<project>   PROJECT              project settings
 P#<project>   COUNTER              next numbers for tasks, specs, decisions
 P#<project>   SPEC#<n:08>          spec
-P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>; LEASE index while claimed)
+P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>)
 P#<project>   DEC#<n:08>           decision
 P#<project>   CASCADE#SPEC#<n:08>  whether the cascade of spec n's last change is still pending
 P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import zlib
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -42,7 +41,7 @@ from taskgate.domain.models import (
     VerificationRun,
 )
 from taskgate.store.port import IndexKey, Item
-from taskgate.store.schema import LEASE_SHARDS, IndexName
+from taskgate.store.schema import IndexName
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -103,14 +102,6 @@ def queue_pk(project: str, status: Status) -> str:
     # prefix "Q#<status>#" (Lambda event filters match prefixes, not suffixes). Still one
     # partition per (status, project): never a bare status.
     return f"Q#{status.value}#{project}"
-
-
-def lease_pk(shard: int) -> str:
-    return f"L#{shard}"
-
-
-def lease_shard(task_id: str) -> int:
-    return zlib.crc32(task_id.encode()) % LEASE_SHARDS
 
 
 def key_hash_pk(key_hash: str) -> str:
@@ -206,9 +197,7 @@ def task_item(t: Task) -> Item:
     # Queues are ordered by priority, then age; a project's claimed tasks by lease expiry instead,
     # so every read can find the lapsed ones with one query (claimed_lapsed_before).
     order = f"{expires}#{t.number:08d}" if expires else f"{PRIORITY_MAX - t.priority:04d}#{t.number:08d}"
-    indexes: dict[IndexName, tuple[str, str]] = {IndexName.QUEUE: (queue_pk(t.project, t.status), order)}
-    if expires:
-        indexes[IndexName.LEASE] = (lease_pk(lease_shard(t.id)), f"{expires}#{t.id}")
+    indexes = {IndexName.QUEUE: (queue_pk(t.project, t.status), order)}
     return Item(pk, sk, _body(t), _next(t.version), indexes, expires)
 
 

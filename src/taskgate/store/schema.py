@@ -1,13 +1,16 @@
 """The table's key schema and indexes, in one place: adapters, tests and template.yaml read it.
 
-One logical table with PK/SK and three sparse global secondary indexes:
+One logical table with PK/SK and two sparse global secondary indexes:
 
-- QUEUE: per (project, status) queue of tasks ordered by priority then age. Its partition key
-  is "Q#<status>#<project>", never a bare status, so no partition is shared by all projects
+- QUEUE: per (project, status) queue of tasks ordered by priority then age; a project's claimed
+  tasks ordered by lease expiry instead, so lapsed leases are found with one query per project
+  (by every read of the project's tasks, and by the sweeper). Its partition key is
+  "Q#<status>#<project>", never a bare status, so no partition is shared by all projects
   (status first, so a stream filter can select a status by prefix).
-- LEASE: claimed tasks by lease expiry. The partition key is "L#<shard>" with
-  LEASE_SHARDS shards (hash of the task id), so the sweeper's writes do not meet on one key.
 - LOOKUP: exact lookups by a secondary key, e.g. "KH#<key hash>" for credentials.
+
+There is no separate lease index: the claimed queue is one already, and every index a task is
+in costs write units on each write that moves it there (a heartbeat moves its lease).
 """
 
 from __future__ import annotations
@@ -18,11 +21,8 @@ from typing import Any
 
 class IndexName(StrEnum):
     QUEUE = "GSI1"
-    LEASE = "GSI2"
-    LOOKUP = "GSI3"
+    LOOKUP = "GSI3"  # GSI2 was a lease index; the claimed queue serves that purpose
 
-
-LEASE_SHARDS = 8
 
 PK = "PK"
 SK = "SK"
@@ -32,7 +32,6 @@ EXPIRES = "X"  # a lease's end (Item.expires); ops with alive_at condition on it
 
 INDEX_ATTRS: dict[IndexName, tuple[str, str]] = {
     IndexName.QUEUE: ("GSI1PK", "GSI1SK"),
-    IndexName.LEASE: ("GSI2PK", "GSI2SK"),
     IndexName.LOOKUP: ("GSI3PK", "GSI3SK"),
 }
 

@@ -1,7 +1,7 @@
 """SQLite adapter: one file, WAL, every commit inside BEGIN IMMEDIATE.
 
-Items live in one table with the same key shapes as the DynamoDB table; the three indexes
-are columns with SQL indexes on them. Each thread gets its own connection; writers queue on
+Items live in one table with the same key shapes as the DynamoDB table; the indexes are
+columns with SQL indexes on them. Each thread gets its own connection; writers queue on
 SQLite's lock (busy_timeout), so a commit either applies whole or raises ConflictError.
 """
 
@@ -32,9 +32,10 @@ from taskgate.store.schema import IndexName
 
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
     IndexName.QUEUE: ("gsi1pk", "gsi1sk"),
-    IndexName.LEASE: ("gsi2pk", "gsi2sk"),
     IndexName.LOOKUP: ("gsi3pk", "gsi3sk"),
 }
+# gsi2pk/gsi2sk held a lease index that no longer exists: the columns stay (migrations are
+# never edited), nothing writes or reads them.
 
 
 def _migration_1(db: sqlite3.Connection) -> None:
@@ -45,7 +46,7 @@ def _migration_1(db: sqlite3.Connection) -> None:
             gsi1pk TEXT, gsi1sk TEXT, gsi2pk TEXT, gsi2sk TEXT, gsi3pk TEXT, gsi3sk TEXT,
             PRIMARY KEY (pk, sk)) WITHOUT ROWID"""
     )
-    for ipk, isk in _INDEX_COLS.values():
+    for ipk, isk in (("gsi1pk", "gsi1sk"), ("gsi2pk", "gsi2sk"), ("gsi3pk", "gsi3sk")):
         db.execute(f"CREATE INDEX idx_{ipk} ON items ({ipk}, {isk}, pk, sk) WHERE {ipk} IS NOT NULL")
 
 
@@ -115,14 +116,14 @@ class SQLiteStore:
 
     @staticmethod
     def _item(row: sqlite3.Row | tuple[Any, ...]) -> Item:
-        pk, sk, version, data, g1p, g1s, g2p, g2s, g3p, g3s, expires = row
+        pk, sk, version, data, g1p, g1s, g3p, g3s, expires = row
         indexes: dict[IndexName, tuple[str, str]] = {}
-        for name, (ipk, isk) in zip(_INDEX_COLS, ((g1p, g1s), (g2p, g2s), (g3p, g3s)), strict=True):
+        for name, (ipk, isk) in zip(_INDEX_COLS, ((g1p, g1s), (g3p, g3s)), strict=True):
             if ipk is not None:
                 indexes[name] = (ipk, isk)
         return Item(pk, sk, json.loads(data), version, indexes, expires)
 
-    _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, gsi3pk, gsi3sk, expires"
+    _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi3pk, gsi3sk, expires"
 
     def get(self, pk: str, sk: str) -> Item | None:
         row = (
@@ -279,8 +280,8 @@ class SQLiteStore:
             puts = [op.item for op in ops if isinstance(op, Put)]
             if puts:
                 db.executemany(
-                    "INSERT OR REPLACE INTO items (pk, sk, version, data, gsi1pk, gsi1sk, gsi2pk, gsi2sk, "
-                    "gsi3pk, gsi3sk, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO items (pk, sk, version, data, gsi1pk, gsi1sk, "
+                    "gsi3pk, gsi3sk, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [(it.pk, it.sk, it.version, it.body, *_index_cols(it), it.expires) for it in puts],
                 )
             deletes = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
