@@ -466,11 +466,11 @@ def test_a_claim_whose_brief_cannot_be_built_commits_nothing(world: World) -> No
     t = world.task()
     before = dump(world.store)
 
-    def broken(task: Any, project: Any) -> dict[str, Any]:
+    def broken(task: Any, project: Any, spec: Any) -> dict[str, Any]:
         raise RuntimeError("brief failed")
 
     with pytest.raises(RuntimeError):
         claims.claim(world.ctx, bob, "demo", task_id=t.id, brief_of=broken)
     assert dump(world.store) == before
-    got = claims.claim(world.ctx, bob, "demo", task_id=t.id, brief_of=lambda task, p: {"id": task.id})
+    got = claims.claim(world.ctx, bob, "demo", task_id=t.id, brief_of=lambda task, p, s: {"id": task.id})
     assert got.brief == {"id": t.id}

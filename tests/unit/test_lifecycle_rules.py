@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.lifecycle import TABLE, Action, Guard, find_move, land
+from taskgate.domain.lifecycle import TABLE, Action, Guard, depends_on_project, find_move, land
 from taskgate.domain.models import Status
 
 
@@ -105,3 +105,31 @@ def test_a_move_to_ready_under_a_draft_spec_lands_in_backlog_unless_it_is_the_la
     assert land(fail, attempts_used=2, spec_draft=True, **kw).target is Status.NEEDS_HUMAN
     escalate = find_move(Status.CLAIMED, Action.ESCALATE)  # not a move to ready: unchanged
     assert land(escalate, attempts_used=0, spec_draft=True, **kw).target is Status.NEEDS_HUMAN
+
+
+def test_a_move_that_does_not_depend_on_the_project_lands_alike_whatever_its_settings() -> None:
+    """Services skip reading the project where depends_on_project says it cannot matter: for
+    every such (status, action) the row and its landing are the same with the switch on or off
+    and for any max_attempts; and the rows it says do depend on it really do, for some setting."""
+    pairs = {(m.source, m.action) for m in TABLE}
+    independent = {p for p in pairs if not depends_on_project(*p)}
+    assert (Status.CLAIMED, Action.SUBMIT) in independent and (Status.VERIFIED, Action.ACCEPT) in independent
+    assert (Status.NEEDS_VERIFICATION, Action.ACCEPT) not in independent
+    for source, action in pairs:
+        outcomes = set()
+        for on in (False, True):
+            try:
+                row = find_move(source, action, verification_on=on)
+            except TaskgateError:
+                outcomes.add(("refused", on))
+                continue
+            for max_attempts in (1, 2, 3, 5):
+                for used in range(max_attempts + 1):
+                    out = land(row, attempts_used=used, max_attempts=max_attempts, verifier_errors_in_row=0)
+                    outcomes.add((row.target, out.target, out.attempts_used - used))
+        if (source, action) in independent:
+            assert len({o for o in outcomes if o[0] != "refused"}) == 1 and not any(
+                o[0] == "refused" for o in outcomes
+            ), (source, action, outcomes)
+        else:
+            assert len(outcomes) > 1 or any(o[0] == "refused" for o in outcomes), (source, action, outcomes)

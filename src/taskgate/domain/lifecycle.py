@@ -168,6 +168,21 @@ def find_move(source: Status | None, action: Action, *, verification_on: bool = 
     )
 
 
+def depends_on_project(source: Status | None, action: Action) -> bool:
+    """Whether the project's settings can change where (source, action) goes: a row chosen by
+    the verification switch, or a landing in ready that may find the attempts used up (the
+    project's max_attempts, unless the task sets its own). A service moving a task by a row
+    that does not need not read the project for it."""
+    rows = [m for m in TABLE if m.source == source and m.action == action]
+    return any(m.guard is not None or _may_run_out(m) for m in rows)
+
+
+def _may_run_out(move: Move) -> bool:
+    """A move to ready that uses an attempt, or that the system makes: it goes to needs_human
+    instead when the attempts are used up (see land)."""
+    return move.target is Status.READY and (move.uses_attempt or move.who is Who.SYSTEM)
+
+
 @dataclass(frozen=True)
 class Outcome:
     """Where a move lands once the attempt and error rules are applied."""
@@ -193,7 +208,7 @@ def land(
     # A move to ready that uses the last attempt, or that the system makes for a task whose
     # attempts are already used up (e.g. its last attempt ended in a dependency failure), goes to
     # needs_human: only a human puts such a task back in the queue.
-    if move.target is Status.READY and (move.uses_attempt or move.who is Who.SYSTEM) and used >= max_attempts:
+    if _may_run_out(move) and used >= max_attempts:
         return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
     # Tasks wait in backlog while their spec is a draft (seed 001): a move to ready under a draft
     # (a claim that ended after its spec was revised, a reopen or requeue under a draft) lands

@@ -76,7 +76,9 @@ def claim_task(
         project,
         task_id=task_id,
         lease_minutes=lease_minutes,
-        brief_of=lambda task, proj: brief.for_task(ctx, acting, task.id, task=task, project=proj),
+        brief_of=lambda task, proj, spec: brief.for_task(
+            ctx, acting, task.id, task=task, project=proj, spec=spec
+        ),
     )
     claim = got.task.claim
     assert claim is not None and got.brief is not None  # a fresh claim holds both

@@ -6,7 +6,7 @@ from typing import Any
 
 from taskgate.domain import brief as briefs
 from taskgate.domain.ids import parse_task_id
-from taskgate.domain.models import Project, Task
+from taskgate.domain.models import Project, Spec, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
@@ -16,14 +16,20 @@ from taskgate.service.context import Context
 
 
 def for_task(
-    ctx: Context, who: Acting, task_id: str, task: Task | None = None, project: Project | None = None
+    ctx: Context,
+    who: Acting,
+    task_id: str,
+    task: Task | None = None,
+    project: Project | None = None,
+    spec: Spec | None = None,
 ) -> dict[str, Any]:
-    """The brief of a task; pass `task`/`project` already loaded in this call to save reads."""
+    """The brief of a task; pass `task`/`project`/`spec` already read in this call to save reads."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.READ, who, project=project_name)
     task = task or tasks.get(ctx, who, task_id)
     project = project if project is not None and project.name == project_name else ctx.project(project_name)
-    spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
+    if spec is None or spec.id != task.spec_id:
+        spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
     criteria = criteria_of(task, spec)
     query = " ".join([task.title, task.description, spec.title if spec else "", *(c.text for c in criteria)])
     linked, ranked = decisions.relevant(ctx, project_name, query, spec_id=task.spec_id)

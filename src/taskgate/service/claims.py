@@ -17,7 +17,7 @@ from taskgate import telemetry
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
-from taskgate.domain.lifecycle import Action, find_move
+from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
@@ -27,6 +27,7 @@ from taskgate.domain.models import (
     Phase,
     Project,
     SelfReport,
+    Spec,
     SpecStatus,
     Status,
     Submission,
@@ -111,7 +112,7 @@ class Claimed:
     brief: dict[str, Any] | None = None  # built before the claim committed (see claim's brief_of)
 
 
-BriefOf = Callable[[Task, Project], dict[str, Any]]
+BriefOf = Callable[[Task, Project, Spec | None], dict[str, Any]]  # the task, its project and spec
 
 
 def _lease(project_lease: int, lease_minutes: int | None) -> int:
@@ -121,12 +122,13 @@ def _lease(project_lease: int, lease_minutes: int | None) -> int:
     return minutes
 
 
-def _spec_still_approved(ctx: Context, task: Task) -> list[StoreOp]:
+def _spec_still_approved(ctx: Context, task: Task) -> tuple[Spec | None, list[StoreOp]]:
     """The claim's guard on the task's spec: it must be approved, and still be when the claim
     commits. A ready task under a draft spec is what a cascade cut short leaves behind: put it
-    back in line (backlog) here, where it was found, and refuse."""
+    back in line (backlog) here, where it was found, and refuse. Returns the spec as read (the
+    brief uses it) and the guard."""
     if task.spec_id is None:
-        return []
+        return None, []
     spec = ctx.spec(task.project, task.spec_id)
     if spec.status is not SpecStatus.APPROVED:
         cascades.sync_task(ctx, task.id)
@@ -135,7 +137,7 @@ def _spec_still_approved(ctx: Context, task: Task) -> list[StoreOp]:
             f"{task.id} belongs to {spec.id}, which is a draft again; it waits in backlog until approved",
             current_status=ctx.task(task.id).status.value,
         )
-    return [Check(*records.spec_key(spec.project, spec.number), spec.version)]
+    return spec, [Check(*records.spec_key(spec.project, spec.number), spec.version)]
 
 
 def _claim_one(
@@ -150,7 +152,7 @@ def _claim_one(
     project = project or ctx.project(task.project)
     minutes = _lease(project.lease_minutes, lease_minutes)
     find_move(task.status, Action.CLAIM)  # a task that is not ready is refused before any work
-    guard = _spec_still_approved(ctx, task)
+    spec, guard = _spec_still_approved(ctx, task)
     now = ctx.clock.now()
     token = secrets.mint(secrets.CLAIM_PREFIX)
     number = len(task.attempts) + 1
@@ -177,7 +179,7 @@ def _claim_one(
     claimed = new.model_copy(update={"version": task.version + 1})
     # The answer is built before the claim commits: if it cannot be (a failing read, text that
     # cannot be serialised), nothing is claimed, and no attempt burns on a lease nobody holds.
-    brief = brief_of(claimed, project) if brief_of is not None else None
+    brief = brief_of(claimed, project, spec) if brief_of is not None else None
     try:
         ctx.commit([put_task(task, new), put_event(ev), *guard])
     except TaskgateError as exc:
@@ -202,7 +204,7 @@ def claim(
 ) -> Claimed:
     """Claim a given task (its id names the project; a project given too must be the same), or
     the best ready one of a project. Among concurrent callers exactly one wins a task.
-    brief_of(task, project) builds the answer's brief before the claim commits."""
+    brief_of(task, project, spec) builds the answer's brief before the claim commits."""
     if task_id is not None:
         owner = parse_task_id(task_id)[0]
         if project is not None and project != owner:
@@ -449,7 +451,7 @@ def submit(
     unknown = sorted(set(report) - known)
     if unknown:
         raise invalid(f"self_report names criteria this task does not hold: {', '.join(unknown)}")
-    project = ctx.project(task.project)
+    project = ctx.project(task.project) if depends_on_project(task.status, Action.SUBMIT) else None
     now = ctx.clock.now()
     submission = Submission(
         commit_sha=sha,

@@ -8,7 +8,7 @@ from typing import Any
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
-from taskgate.domain.lifecycle import Action, find_move
+from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
     Finding,
     FindingSource,
@@ -74,7 +74,8 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
                 ErrorCode.FORBIDDEN, f"{task_id} is {risk.value} risk: accept it on its own, not in a batch"
             )
         refuse_own_work(who, task)
-        project = ctx.project(project_name)
+        # Accepting verified work does not depend on the project; waiting work does (the switch).
+        project = ctx.project(project_name) if depends_on_project(task.status, Action.ACCEPT) else None
         now = ctx.clock.now()
         new, ev = move(
             task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None

@@ -128,10 +128,13 @@ def create(
         verification_commands=verification_commands,
         max_attempts=max_attempts,
     )
-    ctx.project(project)
+    # The project's counter: read once up front, it is the check that the project exists and
+    # the first try's number (a retry after a lost race reads it again).
+    counter_read = [counters.current(ctx, project)]
     if request is not None and (first := _replayed(ctx, request)) is not None:
         return first
     spec = _resolve_spec(ctx, project, spec_id, spec_criteria)
+    spec_read = [spec] if spec is not None else []
     if spec is None and not criteria:
         raise TaskgateError(
             ErrorCode.EMPTY_CRITERIA, "a task needs at least one acceptance criterion, its own or its spec's"
@@ -143,13 +146,16 @@ def create(
     def attempt() -> Written:
         if request is not None and (first := _replayed(ctx, request)) is not None:
             return first  # a racing retry of the same request created it meanwhile
-        counter, number = counters.next_number(ctx, project, "task")
+        counter, number = counters.next_number(
+            ctx, project, "task", counter_read.pop() if counter_read else None
+        )
         tid = task_id(project, number)
         now = ctx.clock.now()
         # What the new task's status was decided from must still hold when it is written: a
-        # spec approved or a blocker done in between would otherwise leave it stranded.
+        # spec approved or a blocker done in between would otherwise leave it stranded. (The
+        # first try decides on the spec as read above; a retry reads it again.)
         guards: list[StoreOp] = []
-        current = ctx.spec(project, spec.id) if spec is not None else None
+        current = spec_read.pop() if spec_read else ctx.spec(project, spec.id) if spec is not None else None
         if current is not None:
             guards.append(Check(*records.spec_key(project, current.number), current.version))
         blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by])
@@ -353,6 +359,8 @@ def notes_page(
 def latest_notes(ctx: Context, who: Acting, tid: str, limit: int = BRIEF_NOTES) -> tuple[list[Note], int]:
     """The newest `limit` notes, oldest first, and how many the task has in all."""
     newest, _ = _task_page(ctx, who, tid, "N#", Note, limit=limit, cursor=None, newest_first=True)
+    if len(newest) < limit:  # all of them: no need to read the count
+        return newest[::-1], len(newest)
     counter = ctx.store.get(*records.notes_counter_key(tid))
     total = int(counter.data["count"]) if counter is not None else len(newest)
     return newest[::-1], max(total, len(newest))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from taskgate.domain.lifecycle import ATTEMPT_ENDINGS, Action, find_move, land
+from taskgate.domain.lifecycle import ATTEMPT_ENDINGS, Action, depends_on_project, find_move, land
 from taskgate.domain.models import Attempt, HistoryEvent, Project, Task
 from taskgate.domain.principals import Acting
 from taskgate.service.context import event
@@ -13,7 +13,7 @@ from taskgate.service.context import event
 
 def move(
     task: Task,
-    project: Project,
+    project: Project | None,
     action: Action,
     who: Acting | str,
     now: datetime,
@@ -26,12 +26,17 @@ def move(
     """Apply the table's row for (task.status, action); `changes` are other fields that move with
     it. If the action ends the task's open attempt (ATTEMPT_ENDINGS), the attempt ends here, with
     `attempt_record` as further fields of its record (findings, learned, ...). `spec_draft`: the
-    task's spec is a draft now (Context.spec_is_draft), so a move to ready lands in backlog."""
-    row = find_move(task.status, action, verification_on=project.verification_on)
+    task's spec is a draft now (Context.spec_is_draft), so a move to ready lands in backlog.
+    `project` may be None where the row does not depend on it (lifecycle.depends_on_project): one
+    read less."""
+    if project is None and depends_on_project(task.status, action):
+        raise AssertionError(f"{action.value} from {task.status.value} depends on the project's settings")
+    row = find_move(task.status, action, verification_on=project is not None and project.verification_on)
     out = land(
         row,
         attempts_used=task.attempts_used,
-        max_attempts=task.effective_max_attempts(project),
+        # Without the project the row lands outside ready, where max_attempts is never compared.
+        max_attempts=task.effective_max_attempts(project) if project is not None else 0,
         verifier_errors_in_row=task.verifier_errors_in_row,
         spec_draft=spec_draft,
     )
