@@ -7,6 +7,7 @@ deliver them, and the JSON lines the functions print (logs and EMF metrics).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -186,7 +187,7 @@ class Stack:
             resp = self.streams.get_records(ShardIterator=it)
             self._iterators[sid] = resp["NextShardIterator"]
             for rec in resp["Records"]:
-                rec = json.loads(json.dumps(rec, default=str))  # datetimes as the JSON Lambda sends
+                rec = json.loads(json.dumps(rec, default=_as_lambda_json))
                 rec["eventSourceARN"] = self.stream_arn
                 out.append(rec)
         return out
@@ -195,6 +196,14 @@ class Stack:
         """The records the dispatcher's event source mapping passes (its FilterCriteria, as in
         template.yaml, evaluated by moto's implementation of the event pattern language)."""
         return [r for r in records if any(p.matches_event(r) for p in dispatcher_filters())]
+
+
+def _as_lambda_json(value: Any) -> str:
+    """Values the SDK hands back that JSON lacks, as Lambda's event JSON carries them: binary
+    attributes in base64, times as text."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    return str(value)
 
 
 def dispatcher_filters() -> list[EventPattern]:

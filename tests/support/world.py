@@ -22,6 +22,7 @@ from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import keys, projects, specs, tasks
 from taskgate.service.claims import Claimed, claim, submit
 from taskgate.service.context import Context
+from taskgate.store import body
 from taskgate.store.port import Store
 from taskgate.store.sqlite import SQLiteStore
 
@@ -44,9 +45,7 @@ def dump(store: Store) -> list[tuple[str, str, int, str]]:
     while True:
         page = client.scan(**kwargs)
         for it in page["Items"]:
-            out.append(
-                (it["PK"]["S"], it["SK"]["S"], int(it["V"]["N"]), json.dumps(json.loads(it["D"]["S"])))
-            )
+            out.append((it["PK"]["S"], it["SK"]["S"], int(it["V"]["N"]), json.dumps(body.decode(it))))
         if "LastEvaluatedKey" not in page:
             break
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

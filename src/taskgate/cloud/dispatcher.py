@@ -11,7 +11,6 @@ retries from it while the records before it stay done.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +23,7 @@ from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
 from taskgate.service.dispatch import Entered, dispatch
+from taskgate.store import body
 from taskgate.store.port import Item
 
 PRINCIPAL = "system:dispatcher"
@@ -48,10 +48,8 @@ def entered(raw: Mapping[str, Any]) -> Entered | None:
     if not str((new.get("SK") or {}).get("S", "")).startswith(TASK_SK_PREFIX):
         return None
     try:
-        task = records.load(
-            Task, Item(new["PK"]["S"], new["SK"]["S"], json.loads(new["D"]["S"]), int(new["V"]["N"]))
-        )
-        before = json.loads(old["D"]["S"]).get("status")
+        task = records.load(Task, Item(new["PK"]["S"], new["SK"]["S"], body.decode(new), int(new["V"]["N"])))
+        before = body.decode(old).get("status")
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise UnreadableRecord(f"stream record {raw.get('eventID')}: task image unreadable: {exc}") from exc
     attempt = task.current_attempt()

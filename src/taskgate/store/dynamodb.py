@@ -1,6 +1,7 @@
 """DynamoDB adapter: one table (schema.py), boto3's low-level client, the SQLite adapter's semantics.
 
-Storage format of an item: PK, SK (S), V (N, the version), D (S, the JSON body), X (S, the
+Storage format of an item: PK, SK (S), V (N, the version), the JSON body as D (S) or, from
+512 bytes on, zlib-compressed as Z (B) (store/body.py: write units are paid per KB), X (S, the
 lease's end, only on items that have one) and, for each index the item is in, that index's key
 attributes (S). An item without an index's attributes is not in that sparse GSI.
 
@@ -13,7 +14,6 @@ answer (ConflictError); a clash with another in-flight transaction is retried he
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +23,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from taskgate.domain.errors import invalid
+from taskgate.store import body
 from taskgate.store import cursor as cursors
 from taskgate.store.port import (
     Check,
@@ -37,7 +38,7 @@ from taskgate.store.port import (
     lapsed,
     validate_ops,
 )
-from taskgate.store.schema import DATA, EXPIRES, INDEX_ATTRS, PK, SK, VERSION, IndexName
+from taskgate.store.schema import EXPIRES, INDEX_ATTRS, PK, SK, VERSION, IndexName
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -137,8 +138,9 @@ class DynamoDBStore:
             PK: {"S": item.pk},
             SK: {"S": item.sk},
             VERSION: {"N": str(item.version)},
-            DATA: {"S": item.body},
         }
+        name, value = body.encode(item.body)
+        raw[name] = cast("AttributeValueTypeDef", value)
         if item.expires is not None:
             raw[EXPIRES] = {"S": item.expires}
         for name, (ipk, isk) in item.indexes.items():
@@ -154,9 +156,7 @@ class DynamoDBStore:
             if attr_pk in raw:
                 indexes[name] = (raw[attr_pk]["S"], raw[attr_sk]["S"])
         expires = raw[EXPIRES]["S"] if EXPIRES in raw else None
-        return Item(
-            raw[PK]["S"], raw[SK]["S"], json.loads(raw[DATA]["S"]), int(raw[VERSION]["N"]), indexes, expires
-        )
+        return Item(raw[PK]["S"], raw[SK]["S"], body.decode(raw), int(raw[VERSION]["N"]), indexes, expires)
 
     # -- reads -------------------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ class IndexName(StrEnum):
 PK = "PK"
 SK = "SK"
 VERSION = "V"
-DATA = "D"
+DATA = "D"  # the JSON body, as text
+COMPRESSED = "Z"  # or zlib-compressed, when that is smaller by enough (store/body.py)
 EXPIRES = "X"  # a lease's end (Item.expires); ops with alive_at condition on it
 
 INDEX_ATTRS: dict[IndexName, tuple[str, str]] = {
