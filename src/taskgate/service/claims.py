@@ -99,9 +99,10 @@ def settle_project(ctx: Context, project: str) -> list[str]:
     return out
 
 
-def settle_lapsed(ctx: Context) -> list[str]:
-    """Settle every lease that has run out, project by project (the sweeper). Returns the task ids."""
-    return [task_id for project in ctx.project_names() for task_id in settle_project(ctx, project)]
+def settle_lapsed(ctx: Context, projects: list[str]) -> list[str]:
+    """Settle every lease that has run out in these projects (the sweeper: all of them).
+    Returns the task ids."""
+    return [task_id for project in projects for task_id in settle_project(ctx, project)]
 
 
 @dataclass

@@ -19,8 +19,11 @@ class SweepReport:
 
 
 def sweep(ctx: Context, *, reconcile: bool = True) -> SweepReport:
-    report = SweepReport(expired=settle_lapsed(ctx), abandoned_runs=verification.close_abandoned(ctx))
+    names = ctx.project_names()  # once a sweep: every part goes project by project
+    report = SweepReport(
+        expired=settle_lapsed(ctx, names), abandoned_runs=verification.close_abandoned(ctx, names)
+    )
     if reconcile:
-        for name in ctx.project_names():
+        for name in names:
             report.cascaded += cascades.reconcile(ctx, name)
     return report

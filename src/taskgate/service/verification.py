@@ -133,14 +133,15 @@ def _end_live_runs(
     return out
 
 
-def close_abandoned(ctx: Context) -> list[str]:
-    """The sweeper's part: end every run nobody finished within its budget. Returns the task ids."""
+def close_abandoned(ctx: Context, projects: list[str]) -> list[str]:
+    """The sweeper's part: end every run nobody finished within its budget, in these projects
+    (the sweeper: all of them). Returns the task ids."""
     now = ctx.clock.now()
 
     def why(project: Project, run: VerificationRun) -> str | None:
         return _no_answer(project, run) if overdue(project, run, now) else None
 
-    return _end_live_runs(ctx, ctx.project_names(), why)
+    return _end_live_runs(ctx, projects, why)
 
 
 def end_runs_under(ctx: Context, credential_id: str, projects: list[str], reason: str) -> list[str]:
