@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from mcp.server import CacheHint, MCPServer
 from mcp.server.mcpserver import Context
@@ -39,7 +39,6 @@ from taskgate.mcp.registry import TOOLS, ToolDef
 from taskgate.telemetry import Metric
 
 log = logging.getLogger("taskgate.mcp")
-T = TypeVar("T")
 
 INSTRUCTIONS = """\
 taskgate is a task board for coding agents. Your identity and permissions come from your key.
@@ -129,7 +128,7 @@ def _tool(d: ToolDef) -> Tool:
     """The SDK's Tool for one of ours, its argument model checked for text that is not valid
     Unicode (domain.text.CheckedText, the check every input model of both interfaces uses)."""
     tool = Tool.from_function(
-        _threaded(d.fn),
+        _runner(d),
         title=d.title,
         annotations=ToolAnnotations(
             title=d.title,
@@ -146,14 +145,16 @@ def _tool(d: ToolDef) -> Tool:
     return tool
 
 
-def _threaded(fn: Callable[..., T]) -> Callable[..., Awaitable[T]]:
-    """The tool as a coroutine that runs its blocking body in a worker thread, bounded per event
-    loop (workers.py). The SDK would run a plain function in a thread too, but through anyio's
-    default limiter (40 threads), which is no bound for store work that queues on the GIL."""
+def _runner(d: ToolDef) -> Callable[..., Awaitable[Any]]:
+    """The tool as a coroutine: its blocking body runs where workers.call puts it (inline when
+    bounded on a local store, else in a worker thread bounded per event loop). The SDK would run
+    a plain function in a thread too, but through anyio's default limiter (40 threads), which is
+    no bound for store work that queues on the GIL."""
+    fn, bounded = d.fn, d.bounded
 
     @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
-    async def tool(**arguments: Any) -> T:
-        return await workers.run(fn, **arguments)
+    async def tool(**arguments: Any) -> Any:
+        return await workers.call(fn, bounded, **arguments)
 
     return tool
 

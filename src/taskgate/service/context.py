@@ -16,7 +16,17 @@ from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Stat
 from taskgate.domain.principals import Acting
 from taskgate.domain.text import unencodable
 from taskgate.service import records
-from taskgate.store.port import ConflictError, Item, Op, Put, Store, TooLarge, Unencodable
+from taskgate.store.port import (
+    ConflictError,
+    Item,
+    Op,
+    Put,
+    Store,
+    TooLarge,
+    Unencodable,
+    WouldWait,
+    must_not_wait,
+)
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
@@ -66,6 +76,8 @@ class Context:
             except TaskgateError as exc:
                 if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
                     raise
+                if must_not_wait():  # no sleeping on an event loop: run it again where it may
+                    raise WouldWait from exc
                 time.sleep(random.uniform(0, 0.002 * (n + 1)))
         raise AssertionError("unreachable")
 

@@ -24,8 +24,10 @@ from taskgate.store.port import (
     Op,
     Page,
     Put,
+    WouldWait,
     key_of,
     lapsed,
+    must_not_wait,
     validate_ops,
 )
 from taskgate.store.schema import IndexName
@@ -250,13 +252,36 @@ class SQLiteStore:
         # Writers of this process queue on a lock: SQLite's own busy handler waits by sleeping
         # (1, 2, 5, 10 ms ...), which under a few concurrent writers costs more than the writes.
         # Other processes on the same file still meet the busy timeout.
+        if must_not_wait():
+            if not self._write_lock.acquire(blocking=False):
+                raise WouldWait
+            try:
+                self._commit(ops, wait=False)
+            finally:
+                self._write_lock.release()
+            return
         with self._write_lock:
             self._commit(ops)
 
-    def _commit(self, ops: Sequence[Op]) -> None:
-        db = self._conn()
+    def _begin(self, db: sqlite3.Connection, wait: bool) -> None:
+        if wait:
+            db.execute("BEGIN IMMEDIATE")
+            return
+        # Another process may hold the file's write lock: ask once, without the busy handler.
+        db.execute("PRAGMA busy_timeout = 0")
         try:
             db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise WouldWait from exc
+            raise
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+
+    def _commit(self, ops: Sequence[Op], *, wait: bool = True) -> None:
+        db = self._conn()
+        try:
+            self._begin(db, wait)
         except sqlite3.OperationalError as exc:
             # The write lock was not free within busy_timeout: nothing was written, like a lost race.
             raise ConflictError([key_of(op) for op in ops], reason=f"database busy ({exc})") from exc
