@@ -175,6 +175,23 @@ def test_missing_invalid_and_revoked_keys_are_401(live: Live, project: str, vers
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+def test_a_key_in_use_is_refused_from_the_moment_its_revoke_answers(
+    live: Live, project: str, version: str
+) -> None:
+    """The served app remembers keys it authenticated (service/key_cache.py): a revoke must
+    still end a busy key's access at once, not when the memory lapses."""
+    secret, key_id = live.key(f"busy{next(_n)}")
+    listed = rpc("tools/call", {"name": "list_projects", "arguments": {}}, version=version)
+    for _ in range(3):
+        r = post(live, listed, secret, version)
+        assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text
+    live.ok("POST", f"/api/keys/{key_id}/revoke")
+    r = post(live, listed, secret, version)
+    assert r.status_code == 401, r.text
+    assert r.json()["code"] == "E_UNAUTHORIZED" and "revoked" in r.json()["message"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_host_not_allowed_is_421_and_origin_not_allowed_is_403(
     live: Live, key: str, project: str, version: str
 ) -> None:

@@ -111,9 +111,14 @@ def serve(options: ServeOptions) -> None:
     from taskgate.local.gateway import MAX_BODY, Gateway
     from taskgate.local.signin import CODE_TTL_S, SignIn
     from taskgate.mcp.app import build_app
+    from taskgate.service import key_cache
     from taskgate.service.sweeper import sweep
 
     token, token_path = configure(options)
+    if options.store == "sqlite":
+        # Every revocation goes through this process (its REST API and board): a key cache can
+        # be exact here (service/key_cache.py). Not with DynamoDB, which other processes share.
+        key_cache.enable()
     ctx = runtime.context()  # opens (and migrates) the store before the first request
     # Finish what a crash of the last run left half-done (cascades, lapsed leases) before
     # serving; afterwards the sweeper thread keeps at it.

@@ -16,7 +16,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind
-from taskgate.service import projects, records, secrets, verification
+from taskgate.service import key_cache, projects, records, secrets, verification
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Put
 from taskgate.store.schema import IndexName
@@ -125,6 +125,9 @@ def revoke(ctx: Context, who: Acting, key_id: str) -> tuple[Credential, list[str
         put_event(event(who, "key_revoked", project=p, at=now, key=key_id)) for p in old.projects or [ALL]
     ]
     ctx.commit(ops)
+    cache = key_cache.current()
+    if cache is not None:
+        cache.forget(key_id)  # before the answer: once revoke returns, the key is refused
     warnings = []
     if old.kind is CredentialKind.VERIFIER and old.verifier_kind is VerifierKind.LOCAL:
         covered = old.projects or ctx.project_names()
@@ -142,9 +145,24 @@ def revoke(ctx: Context, who: Acting, key_id: str) -> tuple[Credential, list[str
 
 
 def authenticate(ctx: Context, secret: str) -> Principal:
-    """The principal a bearer secret stands for, or E_UNAUTHORIZED (unknown or revoked)."""
+    """The principal a bearer secret stands for, or E_UNAUTHORIZED (unknown or revoked).
+    Where the key cache is on (key_cache.py), a key authenticated a moment ago is not read again."""
     if not secret.startswith((secrets.AGENT_PREFIX, secrets.VERIFIER_PREFIX)):
         raise TaskgateError(ErrorCode.UNAUTHORIZED, "not a taskgate key")
+    cache = key_cache.current()
+    if cache is None:
+        return _authenticate(ctx, secret)
+    digest = secrets.digest(secret)
+    found = cache.get(id(ctx.store), digest)
+    if found is not None:
+        return found
+    generation = cache.generation()
+    principal = _authenticate(ctx, secret)
+    cache.put(id(ctx.store), digest, principal, generation)
+    return principal
+
+
+def _authenticate(ctx: Context, secret: str) -> Principal:
     key_id = secrets.key_id_of(secret)
     if key_id is not None:
         item = ctx.store.get(*records.credential_key(key_id))
