@@ -120,6 +120,27 @@ def test_next_tasks_spread_agents_over_equal_tasks_and_keep_priority_first(world
     assert [t.id for t in tasks.next_ready(world.ctx, agents[1], "demo", limit=3)] == seen[1][:3]
 
 
+def test_next_tasks_of_an_unknown_project_is_not_found_and_of_an_idle_one_empty(world: World) -> None:
+    world.project()
+    agent = world.agent("a")
+    assert tasks.next_ready(world.ctx, agent, "demo") == []
+    with pytest.raises(TaskgateError) as caught:
+        tasks.next_ready(world.ctx, agent, "nope")
+    assert caught.value.code is ErrorCode.NOT_FOUND
+
+
+def test_a_task_just_shown_first_to_one_agent_goes_last_in_the_next_agents_list(world: World) -> None:
+    """get_next_tasks remembers each caller's first task for a moment (service/offers.py):
+    another agent looking meanwhile does not get it first, while the first agent still does."""
+    world.project()
+    equal = {world.task(title=f"t{i}", priority=5).id for i in range(4)}
+    a, b = world.agent("a"), world.agent("b")
+    first_a = tasks.next_ready(world.ctx, a, "demo", limit=4)
+    seen_b = [t.id for t in tasks.next_ready(world.ctx, b, "demo", limit=4)]
+    assert set(seen_b) == equal and seen_b[-1] == first_a[0].id != seen_b[0]
+    assert tasks.next_ready(world.ctx, a, "demo", limit=4)[0].id == first_a[0].id
+
+
 def test_list_tasks_pages_with_cursors(any_world: World) -> None:
     w = any_world
     w.project()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from taskgate.domain.spread import spread
+from taskgate.service.offers import Offers
 
 # (task id, priority), in queue order: priority high to low, then age.
 QUEUE = [("p-1", 9), ("p-2", 9), *((f"p-{n}", 5) for n in range(3, 35)), ("p-35", 1), ("p-36", 1)]
@@ -41,3 +42,33 @@ def test_sixteen_callers_mostly_pick_different_tasks() -> None:
 
 def test_one_band_of_one_is_left_alone() -> None:
     assert order("anyone", [("p-1", 3), ("p-2", 2), ("p-3", 1)]) == ["p-1", "p-2", "p-3"]
+
+
+def test_tasks_offered_to_others_go_to_the_back_of_their_band_only() -> None:
+    mine = order("key_aaaaaaaaaaaa")
+    first = mine[2]  # the caller's first pick among the 32 tasks of priority 5
+    got = [
+        t
+        for t, _ in spread(
+            QUEUE, "key_aaaaaaaaaaaa", band=lambda t: t[1], task_id=lambda t: t[0], offered={first, "p-1"}
+        )
+    ]
+    assert sorted(got) == sorted(t for t, _ in QUEUE)
+    assert got[:2] == ["p-2", "p-1"]  # the top band: p-1 moved behind p-2, still before priority 5
+    assert got[33] == first and got[2:33] == [t for t in mine[2:34] if t != first]
+    assert got[34:] == mine[34:]
+
+
+def test_offers_hold_a_task_for_its_caller_until_the_ttl_ends() -> None:
+    now = [0.0]
+    offers = Offers(ttl_s=10, clock=lambda: now[0])
+    offers.offer(1, "a", "p-1")
+    assert offers.to_others(1, "b", ["p-1", "p-2"]) == {"p-1"}
+    assert offers.to_others(1, "a", ["p-1"]) == set()  # never hidden from its own caller
+    assert offers.to_others(2, "b", ["p-1"]) == set()  # another store
+    offers.offer(1, "b", "p-1")  # a's offer still runs: b does not take it over
+    assert offers.to_others(1, "a", ["p-1"]) == set()
+    now[0] = 10.0
+    assert offers.to_others(1, "b", ["p-1"]) == set()
+    offers.offer(1, "b", "p-1")
+    assert offers.to_others(1, "a", ["p-1"]) == {"p-1"}

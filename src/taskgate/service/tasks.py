@@ -29,6 +29,7 @@ from taskgate.domain.spread import spread
 from taskgate.service import cascades, counters, records, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task, storable
+from taskgate.service.offers import OFFERS
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
@@ -410,20 +411,36 @@ def list_tasks(
 def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> list[Task]:
     """The tasks this caller should take next: highest priority first, and among equal priority
     the caller's own order (domain/spread.py), ranked over the first SPREAD_WINDOW ready tasks
-    (their queue keys only) so that agents asking at the same time get different first tasks."""
+    (their queue keys only) so that agents asking at the same time get different first tasks;
+    a task another caller was just shown first (offers.py) goes to the back of its band."""
     authorize(Op.READ, who, project=project)
     if not 1 <= limit <= 50:
         raise invalid("limit must be between 1 and 50")
-    ctx.project(project)
     settle_project(ctx, project)  # lapsed leases count as ready, sweep or not
     pk = records.queue_pk(project, Status.READY)
     window = max(limit, SPREAD_WINDOW)
     keys = ctx.store.query_index_keys(IndexName.QUEUE, pk, limit=window)
+    if not keys:
+        ctx.project(project)  # an unknown project is E_NOT_FOUND, not an empty list
+        return []
+    # A queued task means its project exists (projects are never deleted): no read needed.
+    store, caller = id(ctx.store), who.credential_id
+    ids = {k.sk: records.queued_task_id(k) for k in keys}
+    taken = OFFERS.to_others(store, caller, ids.values())
     # A queue entry's sort key (TASK#<n>) names its task within the project: hash that directly.
-    chosen = spread(keys, who.credential_id, band=records.queued_band, task_id=lambda k: k.sk)[:limit]
+    chosen = spread(
+        keys,
+        caller,
+        band=records.queued_band,
+        task_id=lambda k: k.sk,
+        offered={sk for sk, tid in ids.items() if tid in taken},
+    )[:limit]
     found = ctx.store.get_many([(k.pk, k.sk) for k in chosen])
     # Read consistently: an index entry may be stale (DynamoDB), the item is not.
-    return [t for t in (records.load(Task, i) for i in found) if t.status is Status.READY]
+    ready = [t for t in (records.load(Task, i) for i in found) if t.status is Status.READY]
+    if ready:
+        OFFERS.offer(store, caller, ready[0].id)
+    return ready
 
 
 def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from taskgate.store.schema import IndexName
 
@@ -175,9 +175,10 @@ def must_not_wait() -> bool:
     return _never_wait.get()
 
 
-@dataclass(frozen=True)
-class IndexKey:
-    """Where an item sits in an index: its table key and its index sort key (no body)."""
+class IndexKey(NamedTuple):
+    """Where an item sits in an index: its table key and its index sort key (no body). A named
+    tuple: a next-task list reads 64 of these per call, and a tuple is built several times faster
+    than a frozen dataclass."""
 
     pk: str
     sk: str

@@ -243,7 +243,7 @@ class SQLiteStore:
             )
             .fetchall()
         )
-        return [IndexKey(*row) for row in rows]
+        return list(map(IndexKey._make, rows))
 
     # -- the one write primitive -------------------------------------------------------------
 
