@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -18,6 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp_types import (
     INVALID_PARAMS,
     CallToolResult,
@@ -79,6 +81,17 @@ class TaskgateMCP(MCPServer[Any]):
         self._arguments: dict[str, list[str]] = {
             d.fn.__name__: list(inspect.signature(d.fn).parameters) for d in TOOLS
         }
+        # Tools whose input schema declares Mcp-Param-* headers (x-mcp-header): none today.
+        self._declares_headers = {
+            t.name for t in self._tool_manager.list_tools() if X_MCP_HEADER_KEY in json.dumps(t.parameters)
+        }
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The schema the SDK checks a 2026-07-28 call's Mcp-Param-* headers against, before the
+        call runs. A schema that declares no header finds nothing to check (a stray header is
+        not an error either way), but the SDK walks the whole schema on every call to learn
+        that: None says the same at once (the SDK's documented "no declared headers" answer)."""
+        return super()._tool_input_schema(name) if name in self._declares_headers else None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
