@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
 SHA = "0123456789abcdef0123456789abcdef01234567"
+MAX_RATE = 1500  # taskgate calls/s this bench seeds tasks for (well above this machine's ~900)
 
 
 # -- the bare server ---------------------------------------------------------------------------
@@ -262,8 +263,10 @@ def main() -> None:
                 admin.call("POST", "/api/keys", {"kind": "agent", "name": f"a{i}"})["key"]
                 for i in range(args.threads)
             ]
-            # claim -> heartbeat -> submit uses one task per 3 calls; seed enough for both runs
-            seed_tasks(Path(tmp) / "taskgate.db", "bench", 6000)
+            # claim -> heartbeat -> submit uses one task per 3 calls; seed enough for every round
+            # of both versions (warm-up included) at up to MAX_RATE calls/s, or a round runs dry
+            needed = args.rounds * 2 * (args.seconds + 1.0) * MAX_RATE / 3
+            seed_tasks(Path(tmp) / "taskgate.db", "bench", max(6000, int(needed)))
 
             results: dict[tuple[str, str], list[float]] = {}
             for version in (LEGACY, MODERN):

@@ -59,16 +59,19 @@ def test_tasks_offered_to_others_go_to_the_back_of_their_band_only() -> None:
     assert got[34:] == mine[34:]
 
 
+P1, P2 = ("P#demo", "TASK#00000001"), ("P#demo", "TASK#00000002")
+
+
 def test_offers_hold_a_task_for_its_caller_until_the_ttl_ends() -> None:
     now = [0.0]
     offers = Offers(ttl_s=10, clock=lambda: now[0])
-    offers.offer(1, "a", "p-1")
-    assert offers.to_others(1, "b", ["p-1", "p-2"]) == {"p-1"}
-    assert offers.to_others(1, "a", ["p-1"]) == set()  # never hidden from its own caller
-    assert offers.to_others(2, "b", ["p-1"]) == set()  # another store
-    offers.offer(1, "b", "p-1")  # a's offer still runs: b does not take it over
-    assert offers.to_others(1, "a", ["p-1"]) == set()
+    offers.offer(1, "a", P1)
+    assert offers.to_others(1, "b", [P1, P2]) == {P1}
+    assert offers.to_others(1, "a", [P1]) == set()  # never hidden from its own caller
+    assert offers.to_others(2, "b", [P1]) == set()  # another store
+    offers.offer(1, "b", P1)  # a's offer still runs: b does not take it over
+    assert offers.to_others(1, "a", [P1]) == set()
     now[0] = 10.0
-    assert offers.to_others(1, "b", ["p-1"]) == set()
-    offers.offer(1, "b", "p-1")
-    assert offers.to_others(1, "a", ["p-1"]) == {"p-1"}
+    assert offers.to_others(1, "b", [P1]) == set()
+    offers.offer(1, "b", P1)
+    assert offers.to_others(1, "a", [P1]) == {P1}

@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+TaskKey = tuple[str, str]  # the task's table key (pk, sk)
+
 # Long enough for an agent to read its list and claim (an LLM's turn: seconds), short enough
 # that an offer nobody took does not hold a task back for long.
 OFFER_TTL_S = 10.0
@@ -24,23 +26,23 @@ class Offers:
         self.ttl_s = ttl_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._held: dict[tuple[int, str], tuple[str, float]] = {}  # (store, task) -> (caller, until)
+        self._held: dict[tuple[int, TaskKey], tuple[str, float]] = {}  # (store, task) -> (caller, until)
 
-    def to_others(self, store_id: int, caller: str, task_ids: Iterable[str]) -> set[str]:
-        """Of `task_ids`, those shown first to another caller whose offer still runs."""
+    def to_others(self, store_id: int, caller: str, tasks: Iterable[TaskKey]) -> set[TaskKey]:
+        """Of `tasks`, those shown first to another caller whose offer still runs."""
         now = self._clock()
         out = set()
-        for tid in task_ids:
-            held = self._held.get((store_id, tid))
+        for task in tasks:
+            held = self._held.get((store_id, task))
             if held is not None and held[0] != caller and held[1] > now:
-                out.add(tid)
+                out.add(task)
         return out
 
-    def offer(self, store_id: int, caller: str, task_id: str) -> None:
-        """Note that `caller` was shown `task_id` first, unless another caller's offer runs."""
+    def offer(self, store_id: int, caller: str, task: TaskKey) -> None:
+        """Note that `caller` was shown `task` first, unless another caller's offer runs."""
         now = self._clock()
         with self._lock:
-            held = self._held.get((store_id, task_id))
+            held = self._held.get((store_id, task))
             if held is not None and held[0] != caller and held[1] > now:
                 return
             if len(self._held) >= MAX_OFFERS:
@@ -48,7 +50,7 @@ class Offers:
                     del self._held[k]
                 if len(self._held) >= MAX_OFFERS:
                     self._held.clear()
-            self._held[(store_id, task_id)] = (caller, now + self.ttl_s)
+            self._held[(store_id, task)] = (caller, now + self.ttl_s)
 
 
 OFFERS = Offers()

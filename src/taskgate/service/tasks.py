@@ -425,22 +425,21 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
         return []
     # A queued task means its project exists (projects are never deleted): no read needed.
     store, caller = id(ctx.store), who.credential_id
-    ids = {k.sk: records.queued_task_id(k) for k in keys}
-    taken = OFFERS.to_others(store, caller, ids.values())
+    taken = OFFERS.to_others(store, caller, [(k.pk, k.sk) for k in keys])
     # A queue entry's sort key (TASK#<n>) names its task within the project: hash that directly.
     chosen = spread(
         keys,
         caller,
         band=records.queued_band,
         task_id=lambda k: k.sk,
-        offered={sk for sk, tid in ids.items() if tid in taken},
+        offered={sk for _, sk in taken},
     )[:limit]
     found = ctx.store.get_many([(k.pk, k.sk) for k in chosen])
     # Read consistently: an index entry may be stale (DynamoDB), the item is not.
-    ready = [t for t in (records.load(Task, i) for i in found) if t.status is Status.READY]
+    ready = [(i, t) for i, t in ((i, records.load(Task, i)) for i in found) if t.status is Status.READY]
     if ready:
-        OFFERS.offer(store, caller, ready[0].id)
-    return ready
+        OFFERS.offer(store, caller, (ready[0][0].pk, ready[0][0].sk))
+    return [t for _, t in ready]
 
 
 def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
