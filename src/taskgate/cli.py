@@ -257,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=2,
-        help="MCP tool calls and REST calls each served at once (default %(default)s)",
+        help="worker threads for REST calls and for MCP tool calls that may wait (lists, batches; "
+        "with SQLite the agent's claim/heartbeat/submit calls run on the event loop) (default %(default)s)",
     )
     s.set_defaults(func=cmd_serve)
 
