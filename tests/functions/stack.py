@@ -162,6 +162,9 @@ class Stack:
         """One invocation as Lambda makes it: a new context object, stdout captured."""
         from taskgate.cloud import observe
 
+        # Counts made outside any invocation (other tests' service calls in this process, this
+        # test's own setup) would ride on this invocation's flush: on Lambda there are none.
+        observe.metrics.clear_metrics()
         handler_stream = observe.logger.registered_handler
         previous = handler_stream.setStream(self.output.buffer)  # type: ignore[attr-defined]
         try:
