@@ -284,7 +284,12 @@ def test_ctrl_c_ends_the_current_run_as_an_error_without_a_hang(live: Live, tmp_
     proc = _spawn_verify(gate)
     _wait_for(marker.exists)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
+    try:
+        out, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # faulthandler prints where every thread is stuck
+        out, err = proc.communicate()
+        raise AssertionError(f"taskgate verify still running 30 s after Ctrl-C:\n{out}\n{err}") from None
     assert proc.returncode == 130, out
     [checkout] = [
         line.split(" at ")[1].split(" in ")[0] for line in out.splitlines() if " checkout of " in line
@@ -358,6 +363,7 @@ def _wait_for(cond: Any, timeout: float = 60) -> None:
 def _spawn_verify(gate: Gate) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
     env |= {"TASKGATE_SERVER": gate.live.base, "TASKGATE_VERIFIER_KEY": gate.verifier_key}
+    env["PYTHONFAULTHANDLER"] = "1"
     return subprocess.Popen(
         [TASKGATE, "verify", "--once", "--project", gate.project],
         env=env,
