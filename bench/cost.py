@@ -208,9 +208,15 @@ def item_kind(raw_key: dict[str, Any]) -> str:
         return {"H": "task-history", "N": "note", "R": "run", "D": "dispatch"}.get(
             sk[:1], sk.split("#")[0].lower()
         )
-    return {"TASK": "task", "SPEC": "spec", "DEC": "decision", "REQ": "request", "CASCADE": "cascade"}.get(
-        sk.split("#")[0], sk.lower()
-    )
+    return {
+        "TASK": "task",
+        "SPEC": "spec",
+        "DEC": "decision",
+        "REQ": "request",
+        "CASCADE": "cascade",
+        "REF": "criterion-ref",
+        "TASKS-OF": "spec-tasks",
+    }.get(sk.split("#")[0], sk.lower())
 
 
 # -- the meter ---------------------------------------------------------------------------------

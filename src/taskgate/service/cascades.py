@@ -42,6 +42,8 @@ def check_blockers(ctx: Context, project: str, blocked_by: list[str], self_id: s
         raise invalid("blocked_by lists a task twice")
     if len(blocked_by) > MAX_BLOCKERS:
         raise invalid(f"blocked_by: at most {MAX_BLOCKERS} tasks")
+    if not blocked_by:
+        return
     found = {i.sk for i in ctx.store.get_many([records.task_key(b) for b in blocked_by])}
     for b in blocked_by:
         if records.task_key(b)[1] not in found:

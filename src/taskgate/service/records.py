@@ -7,6 +7,8 @@ P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>)
 P#<project>   DEC#<n:08>           decision
 P#<project>   CASCADE#SPEC#<n:08>  whether the cascade of spec n's last change is still pending
 P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
+P#<project>   REF#<hash>           the tasks and specs listed as holding one test/command ref (refs.py)
+P#<project>   TASKS-OF#SPEC#<n:08> the tasks created under spec n (refs.py)
 PROJECTS      <project>            directory entry, for listing projects
 PH#<project>  <time>#<rand>        project history
 T#<task id>   H#<time>#<rand>      task history
@@ -19,6 +21,7 @@ KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import secrets
 from datetime import datetime
@@ -83,6 +86,17 @@ def cascade_key(project: str, kind: str, number: int) -> tuple[str, str]:
 
 def request_key(project: str, actor: str, request_id: str) -> tuple[str, str]:
     return (project_pk(project), f"REQ#{actor}#{request_id}")
+
+
+def ref_key(project: str, kind: str, ref: str) -> tuple[str, str]:
+    """A test/command criterion's entry in its project's index (refs.py). Hashed: a ref is
+    free text of any length, a sort key is not."""
+    digest = hashlib.sha256(f"{kind}\n{ref}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return (project_pk(project), f"REF#{digest}")
+
+
+def spec_tasks_key(project: str, number: int) -> tuple[str, str]:
+    return (project_pk(project), f"TASKS-OF#SPEC#{number:08d}")
 
 
 def notes_counter_key(task_id: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import cascades, records
+from taskgate.service import cascades, records, refs
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import move
@@ -142,6 +142,7 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
     if who.is_delegated:
         refuse_own_work(who, task)
     project = ctx.project(project_name)
+    spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     now = ctx.clock.now()
     last = task.current_attempt()
     finding = Finding(
@@ -159,10 +160,12 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
         who,
         now,
         changes={"findings": [*task.findings, finding], "live_run": None},
-        spec_draft=ctx.spec_is_draft(task),
+        spec_draft=spec is not None and spec.status is SpecStatus.DRAFT,
         findings=findings,
     )
-    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+    # Done work coming back holds its refs again: list it under them (refs.py), in this commit.
+    indexed = refs.for_task(ctx, new, spec, list_it=True).ops if task.status is Status.DONE else []
+    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task), *indexed])
     return new.model_copy(update={"version": task.version + 1})
 
 

@@ -10,7 +10,7 @@ from taskgate.domain.models import OPEN_STATUSES, RISK_ORDER, CriterionInput, Ri
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, PrincipalKind
 from taskgate.domain.specs import number_criteria
-from taskgate.service import cascades, counters, records, requests
+from taskgate.service import cascades, counters, records, refs, requests
 from taskgate.service.context import Context, event, put_event, storable, text
 from taskgate.store.port import Page, Put
 
@@ -66,6 +66,7 @@ def create(
             [
                 counter,
                 Put(records.spec_item(spec)),
+                *refs.for_spec(ctx, spec),
                 put_event(event(who, "spec_created", project=project, at=now, spec=spec.id, risk=risk.value)),
                 *([request.record(spec.id)] if request is not None else []),
             ]
@@ -123,6 +124,7 @@ def update(
             Put(records.spec_item(new), old.version),
             put_event(event(who, "spec_updated", project=project, at=changes["updated_at"], spec=sid)),
             *([cascades.mark_spec(ctx, new)] if re_risked else []),
+            *(refs.for_spec(ctx, new) if criteria is not None else []),
         ]
     )
     if re_risked:
@@ -225,6 +227,7 @@ def revise(
             Put(records.spec_item(new), old.version),
             put_event(event(who, "spec_revised", project=project, at=now, spec=sid, revision=new.revision)),
             cascades.mark_spec(ctx, new),
+            *(refs.for_spec(ctx, new) if criteria is not None else []),
         ]
     )
     cascades.spec_changed(ctx, project, sid)

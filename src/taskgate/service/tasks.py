@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
-from taskgate.domain.ids import own_criterion_id, parse_task_id, task_id
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
+from taskgate.domain.ids import own_criterion_id, parse_spec_id, parse_task_id, task_id
 from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
-    OPEN_STATUSES,
     Criterion,
     CriterionInput,
-    CriterionKind,
     HistoryEvent,
     Note,
     Risk,
@@ -24,9 +22,9 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, actor_id
-from taskgate.domain.specs import criteria_of, duplicate_warnings, numbered
+from taskgate.domain.specs import criteria_of, numbered
 from taskgate.domain.spread import spread
-from taskgate.service import cascades, counters, records, requests
+from taskgate.service import cascades, counters, records, refs, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task, storable
 from taskgate.service.offers import OFFERS
@@ -68,22 +66,6 @@ def _resolve_spec(ctx: Context, project: str, spec_id: str | None, spec_criteria
     if unknown:
         raise invalid(f"{', '.join(unknown)} not in {spec_id} (it has {', '.join(sorted(known))})")
     return spec
-
-
-def _warnings(ctx: Context, task: Task, spec: Spec | None) -> list[str]:
-    mine = criteria_of(task, spec)
-    if not any(c.kind is not CriterionKind.REVIEW for c in mine):
-        return []
-    others: dict[str, list[Criterion]] = {}
-    specs: dict[str, Spec | None] = {}
-    for status in OPEN_STATUSES:
-        for other in ctx.tasks_in_status(task.project, status):
-            if other.id == task.id:
-                continue
-            if other.spec_id and other.spec_id not in specs:
-                specs[other.spec_id] = ctx.spec(task.project, other.spec_id)
-            others[other.id] = criteria_of(other, specs.get(other.spec_id) if other.spec_id else None)
-    return duplicate_warnings(mine, others)
 
 
 def create(
@@ -130,8 +112,14 @@ def create(
         max_attempts=max_attempts,
     )
     # The project's counter: read once up front, it is the check that the project exists and
-    # the first try's number (a retry after a lost race reads it again).
-    counter_read = [counters.current(ctx, project)]
+    # the first try's number (a retry after a lost race reads it again). Read with it, in the
+    # same request, what the duplicate-criterion warning needs first (refs.py).
+    first_read = refs.read(ctx, [records.counter_key(project), *_index_keys(project, spec_id, criteria)])
+    counter_item = first_read[records.counter_key(project)]
+    if counter_item is None:
+        raise not_found(f"project {project}")
+    counter_read = [counter_item]
+    index_read = [first_read]
     if request is not None and (first := _replayed(ctx, request)) is not None:
         return first
     spec = _resolve_spec(ctx, project, spec_id, spec_criteria)
@@ -159,7 +147,7 @@ def create(
         current = spec_read.pop() if spec_read else ctx.spec(project, spec.id) if spec is not None else None
         if current is not None:
             guards.append(Check(*records.spec_key(project, current.number), current.version))
-        blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by])
+        blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by]) if blocked_by else []
         guards += [Check(b.pk, b.sk, b.version) for b in blockers]
         if current is not None and current.status is SpecStatus.DRAFT:
             action = Action.CREATE_DRAFT
@@ -188,15 +176,32 @@ def create(
             updated_at=now,
             status_changed_at=now,
         )
-        warnings = _warnings(ctx, task, spec)
+        given = index_read.pop() if index_read else None
+        indexed = refs.for_task(ctx, task, current, given=given, list_it=True)
+        if current is not None:
+            indexed.ops.append(refs.list_under_spec(ctx, project, current.number, tid, given))
+        warnings = indexed.warnings
         ev = event(
             who, action.value, project=project, at=now, task=task, to_status=target, warnings=warnings or None
         )
         marker = [request.record(tid, warnings=warnings)] if request is not None else []
-        ctx.commit([counter, put_task(None, task), put_event(ev), *guards, *marker])
+        ctx.commit([counter, put_task(None, task), put_event(ev), *guards, *marker, *indexed.ops])
         return Written(task.model_copy(update={"version": 1}), warnings)
 
     return ctx.retrying(attempt)
+
+
+def _index_keys(
+    project: str, spec_id: str | None, criteria: list[CriterionInput] | None
+) -> list[tuple[str, str]]:
+    """The index items a create will read (refs.py) that its input names: its own refs' and its
+    spec's task list. Input that is not valid names none (the create refuses it later, in order)."""
+    try:
+        own = refs.keys_for(project, _own_criteria(task_id(project, 1), criteria or []))
+        spec = [records.spec_tasks_key(project, parse_spec_id(spec_id))] if spec_id is not None else []
+    except TaskgateError:
+        return []
+    return [*own, *spec]
 
 
 def _replayed(ctx: Context, request: requests.Request) -> Written | None:
@@ -285,13 +290,16 @@ def update(
                 ErrorCode.EMPTY_CRITERIA, "a task must keep at least one acceptance criterion"
             )
         edited_criteria = "criteria" in changes or "spec_criteria" in changes
-        warnings = _warnings(ctx, new, spec) if edited_criteria else []
+        indexed = refs.for_task(ctx, new, spec, list_it=True) if edited_criteria else refs.TaskRefs()
+        if edited_criteria and spec is not None:  # the warning and the index follow the spec as read
+            guards.append(Check(*records.spec_key(project, spec.number), spec.version))
+        warnings = indexed.warnings
         detail: dict[str, Any] = {"fields": sorted(changes), "warnings": warnings or None}
         if action is not None:
             new, ev = move(old, ctx.project(project), action, who, now, changes=changes, **detail)
         else:
             ev = event(who, "updated", project=project, at=now, task=old, **detail)
-        ctx.commit([put_task(old, new), put_event(ev), *guards])
+        ctx.commit([put_task(old, new), put_event(ev), *guards, *indexed.ops])
         return Written(new.model_copy(update={"version": old.version + 1}), warnings)
 
     return ctx.retrying(attempt)
