@@ -402,6 +402,11 @@ def test_mcp_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
     assert (
         json.loads(tool("claim_task", {"project": "shop"})["body"])["result"]["isError"] is True
     )  # none ready
+    # A task under an approved spec: its create is conditioned on the spec (a ConditionCheck).
+    spec = specs.create(s.ctx, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
+    specs.approve(s.ctx, HUMAN, "shop", spec.id)
+    under = tool("create_task", {"project": "shop", "title": "third", "spec_id": spec.id})
+    assert json.loads(under["body"])["result"]["isError"] is False, under
     assert tool("list_projects", {}, k="tga_an-older-key-format")["statusCode"] == 401
     _check("McpRole", _refs(s), rec)
 
@@ -451,6 +456,11 @@ def test_api_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
         answer,
     )
     assert rec.run(api.handler, event)["statusCode"] == 201
+    # A task under an approved spec: its create is conditioned on the spec (a ConditionCheck).
+    spec = specs.create(s.ctx, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
+    specs.approve(s.ctx, HUMAN, "shop", spec.id)
+    under = human_call("POST", "/api/projects/shop/tasks", {"title": "c", "spec_id": spec.id})
+    assert under["statusCode"] == 201, under
     refused = v2_event(
         None, method="GET", path="/api/projects", headers={"authorization": "Bearer tga_an-older-key-format"}
     )

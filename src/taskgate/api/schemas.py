@@ -158,7 +158,8 @@ class TaskOut(Out):
 
     @classmethod
     def of(cls, task: Task) -> TaskOut:
-        data = task.model_dump(exclude={"claim"})
+        # dependents is the cascade's own bookkeeping (a superset), not something to show
+        data = task.model_dump(exclude={"claim", "dependents"})
         claim = task.claim.model_dump(exclude={"token_hash"}) if task.claim is not None else None
         return cls.model_validate({**data, "claim": claim})
 

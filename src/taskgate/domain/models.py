@@ -226,6 +226,9 @@ class Task(Record):
     spec_criteria: list[str] = Field(default_factory=list)  # ids of the spec's criteria this task holds
     criteria: list[Criterion] = Field(default_factory=list)  # criteria of its own
     blocked_by: list[str] = Field(default_factory=list)
+    # Tasks made to wait for this one (a superset: one may have stopped waiting since), listed in
+    # the commit that made each wait: its accept looks at these, not at every blocked task.
+    dependents: list[str] = Field(default_factory=list)
     verification_commands: list[str] | None = None  # overrides project defaults in the brief
     max_attempts: int | None = None
     attempts_used: int = 0

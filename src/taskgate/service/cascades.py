@@ -8,7 +8,14 @@ short. Each is made safe to interrupt:
   is in line; the sweeper re-runs every cascade still pending. Every step is idempotent: it re-reads the
   task and its spec and moves only what is out of line.
 - A task done (accept) needs no marker: the sweeper settles every blocked task whose blockers
-  are all done anyway, so accepting stays one write.
+  are all done anyway, so accepting stays one write. Which tasks to look at, the accepted task
+  itself says: every change that makes a task wait for another (create, update, a dependency
+  failure, a human's block) lists it in the blocker's `dependents`, writing the blocker in the
+  same commit (conditioned on its version, which guards the decision as the check it replaces
+  did). An accept decided on a stale list loses its race on the blocker's version and is decided
+  again, so a task accepted with nobody listed looks for nothing, and nobody is missed. (A task
+  made to wait before these lists existed is not listed: the sweeper releases it, as it does
+  when a crash cuts a cascade short.)
 - Guards where it matters. Claiming a task is conditioned on its spec still being approved (see
   claims.py), and accepting on the spec's risk as read, so a half-done cascade can never let
   work be claimed under a draft, or accepted at a risk the spec no longer has.
@@ -48,6 +55,19 @@ def check_blockers(ctx: Context, project: str, blocked_by: list[str], self_id: s
     for b in blocked_by:
         if records.task_key(b)[1] not in found:
             raise not_found(f"blocker task {b}")
+
+
+def wait_for(dependent: str, blockers: list[Task]) -> list[Op]:
+    """What the commit that makes `dependent` wait for `blockers` (as read) writes to them: each
+    unfinished one lists it among its dependents; a done one (or one listing it already) is
+    only checked, so the decision to wait or not still holds when it commits."""
+    ops: list[Op] = []
+    for b in blockers:
+        if b.status is Status.DONE or dependent in b.dependents:
+            ops.append(Check(*records.task_key(b.id), b.version))
+        else:
+            ops.append(put_task(b, b.model_copy(update={"dependents": [*b.dependents, dependent]})))
+    return ops
 
 
 def refuse_cycle(ctx: Context, task_id: str, blocked_by: list[str]) -> None:
@@ -219,12 +239,13 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
         raise
 
 
-def task_done(ctx: Context, project: str, done_id: str) -> list[str]:
-    """Run the cascade an accept started: tasks whose last open blocker this was become ready."""
+def task_done(ctx: Context, done: Task) -> list[str]:
+    """Run the cascade an accept started (`done`: the task as accepted): of the tasks waiting for
+    it, those whose last open blocker it was become ready."""
     moved = []
-    for t in [t for t in ctx.tasks_in_status(project, Status.BLOCKED) if done_id in t.blocked_by]:
-        if settle(ctx, t.id, Status.BLOCKED):
-            moved.append(t.id)
+    for tid in done.dependents:
+        if settle(ctx, tid, Status.BLOCKED):
+            moved.append(tid)
             ctx.checkpoint(DONE_POINT)
     return moved
 

@@ -383,9 +383,12 @@ def report_failure(
         raise invalid("blocked_by goes only with kind 'dependency'")
     task = _held(ctx, who, task_id, token)
     changes: dict[str, object] = {}
+    waits: list[StoreOp] = []
     if blocked_by:
         cascades.check_blockers(ctx, task.project, blocked_by, task.id)
         changes["blocked_by"] = sorted(set(task.blocked_by) | set(blocked_by))
+        read = ctx.store.get_many([records.task_key(b) for b in blocked_by])
+        waits = cascades.wait_for(task.id, [records.load(Task, b) for b in read])
     project = ctx.project(task.project)
     now = ctx.clock.now()
     new, ev = move(
@@ -399,7 +402,7 @@ def report_failure(
         spec_draft=kind is FailureKind.OTHER and ctx.spec_is_draft(task),
         kind=kind.value,
     )
-    after = _commit_move(ctx, task, new, ev)
+    after = _holder_commit(ctx, task, new, put_event(ev), *waits)
     if after.status is Status.BLOCKED and cascades.settle(ctx, task_id, Status.BLOCKED):
         return ctx.task(task_id)  # its blockers were all done already
     return after

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
     Finding,
     FindingSource,
+    Project,
     Risk,
     Spec,
     SpecStatus,
@@ -65,7 +66,13 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
     project_name, _ = parse_task_id(task_id)
 
     def attempt() -> Task:
-        task = settle_expiry(ctx, ctx.task(task_id))
+        # The task and its project in one request (the project is needed when verification is
+        # off; when it is on, reading it along costs a read unit, not a round trip).
+        keys = [records.task_key(task_id), records.project_key(project_name)]
+        read = {(i.pk, i.sk): i for i in ctx.store.get_many(keys)}
+        if keys[0] not in read:
+            raise not_found(f"task {task_id}")
+        task = settle_expiry(ctx, records.load(Task, read[keys[0]]))
         spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
         risk = spec.risk if spec is not None else task.risk  # a task's risk is its spec's, as it is now
         authorize(Op.ACCEPT, who, project=project_name, risk=risk)
@@ -75,7 +82,11 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
             )
         refuse_own_work(who, task)
         # Accepting verified work does not depend on the project; waiting work does (the switch).
-        project = ctx.project(project_name) if depends_on_project(task.status, Action.ACCEPT) else None
+        project = None
+        if depends_on_project(task.status, Action.ACCEPT):
+            if keys[1] not in read:
+                raise not_found(f"project {project_name}")
+            project = records.load(Project, read[keys[1]])
         now = ctx.clock.now()
         new, ev = move(
             task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None
@@ -95,7 +106,7 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
     # Retried when another write (an agent's, a verifier's) landed in between: the human's
     # decision is re-made on what is there now, never answered with E_CONFLICT.
     done = ctx.retrying(attempt)
-    cascades.task_done(ctx, project_name, task_id)
+    cascades.task_done(ctx, done)
     return done
 
 
@@ -249,6 +260,8 @@ def _resolve(
             raise invalid("block needs blocked_by: the tasks this one waits for")
         cascades.check_blockers(ctx, project_name, blocked_by, task_id)
         changes["blocked_by"] = sorted(set(task.blocked_by) | set(blocked_by))
+        read = ctx.store.get_many([records.task_key(b) for b in blocked_by])
+        extra += cascades.wait_for(task_id, [records.load(Task, b) for b in read])
     elif blocked_by:
         raise invalid("blocked_by goes only with resolution 'block'")
     if resolution is Resolution.REVERIFY and task.last_submission() is None:

@@ -148,7 +148,7 @@ def create(
         if current is not None:
             guards.append(Check(*records.spec_key(project, current.number), current.version))
         blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by]) if blocked_by else []
-        guards += [Check(b.pk, b.sk, b.version) for b in blockers]
+        guards += cascades.wait_for(tid, [records.load(Task, b) for b in blockers])
         if current is not None and current.status is SpecStatus.DRAFT:
             action = Action.CREATE_DRAFT
         elif any(b.data.get("status") != Status.DONE.value for b in blockers):
@@ -275,7 +275,7 @@ def update(
             cascades.refuse_cycle(ctx, tid, blocked_by)
             changes["blocked_by"] = blocked_by
             blockers = ctx.store.get_many([records.task_key(b) for b in blocked_by])
-            guards = [Check(b.pk, b.sk, b.version) for b in blockers]
+            guards = cascades.wait_for(tid, [records.load(Task, b) for b in blockers])
             waiting = any(b.data.get("status") != Status.DONE.value for b in blockers)
             if old.status is Status.READY and waiting:
                 action = Action.BLOCKERS_ADDED
