@@ -246,6 +246,19 @@ def test_claiming_the_next_task_never_skips_a_higher_priority(world: World) -> N
     assert claims.claim(world.ctx, bob, "demo").task.id == high
 
 
+def test_claim_next_takes_a_lapsed_claim_of_higher_priority_before_a_ready_task(any_world: World) -> None:
+    """Expiry on every access: a claim whose lease ran out is ready again for claim_task
+    without an id, ahead of lower-priority work, sweep or not (found by the model-based test)."""
+    w = any_world
+    w.project()
+    bob, carol = w.agent("bob"), w.agent("carol")
+    lapsed = w.claimed(bob, priority=1).task.id
+    w.task(title="lower", priority=0)
+    w.clock.advance(minutes=30)
+    again = claims.claim(w.ctx, carol, "demo")
+    assert (again.task.id, again.task.attempts_used) == (lapsed, 1)
+
+
 def test_a_human_resolves_a_task_whose_last_lease_lapsed_without_a_sweep(any_world: World) -> None:
     """Expiry on every access: a lapsed last attempt is in needs_human for resolve too, sweep
     or not (found by the model-based test: resolve answered E_WRONG_STATE, "claimed")."""

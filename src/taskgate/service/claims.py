@@ -234,16 +234,12 @@ def claim(
     proj = ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
     window = CANDIDATES
-    settled = False
+    # Lapsed leases go back to the queue first: expiry is enforced on every access, so a lapsed
+    # claim of higher priority is the best ready task, not one the sweeper has yet to return.
+    # (One query of the claimed queue, ordered by expiry; it reads nothing when none lapsed.)
+    settle_project(ctx, project)
     for _ in range(200):
         keys = ctx.store.query_index_keys(IndexName.QUEUE, pk, limit=window)
-        if not keys and not settled:
-            # Before saying "nothing ready", return lapsed leases to the queue: expiry is enforced
-            # on access, not only by the sweeper. (Not on every claim: a claim is the hot path,
-            # and get_next_tasks, which agents call first, settles them anyway.)
-            settled = True
-            if settle_project(ctx, project):
-                continue
         if not keys:
             raise TaskgateError(ErrorCode.NOTHING_READY, f"no task is ready in project {project}")
         # At random among the best band read: priority is never skipped, and agents claiming at
