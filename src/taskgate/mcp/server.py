@@ -28,7 +28,7 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 import taskgate
@@ -111,6 +111,9 @@ class TaskgateMCP(MCPServer[Any]):
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 # The arguments failed the tool's input schema.
                 return error_result(bad_arguments(name, cause))
+            if isinstance(cause, NotUnicode):
+                log.error("tool %s: its answer holds text that is not valid Unicode", name)
+                return internal_result(name)
             # A bug, or stored data no answer can carry: logged with its traceback, answered
             # with a code (never the SDK's bare "Error executing tool"). Nothing the tool
             # commits comes after its answer is ready (claim_task builds the brief first).
@@ -118,16 +121,6 @@ class TaskgateMCP(MCPServer[Any]):
             return internal_result(name)
         if name in _COUNTED and not (isinstance(result, CallToolResult) and result.is_error):
             telemetry.count(_COUNTED[name])
-        if isinstance(result, CallToolResult) and result.structured_content is not None:
-            # The SDK renders the text copy indented; agents pay per token, so send it compact.
-            # pydantic_core encodes in one native call (the json module took twice as long) and
-            # refuses text with no UTF-8 form (a lone surrogate), which no response could carry.
-            try:
-                text = to_json(result.structured_content).decode()
-            except PydanticSerializationError:
-                log.error("tool %s: its answer holds text that is not valid Unicode", name)
-                return internal_result(name)
-            result.content = [TextContent(type="text", text=text)]
         return result
 
     async def get_prompt(
@@ -138,9 +131,20 @@ class TaskgateMCP(MCPServer[Any]):
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}; this server has no prompts")
 
 
+class NotUnicode(Exception):
+    """A tool's answer holds text with no UTF-8 form (a lone surrogate): no response can carry it."""
+
+
 def _tool(d: ToolDef) -> Tool:
     """The SDK's Tool for one of ours, its argument model checked for text that is not valid
-    Unicode (domain.text.CheckedText, the check every input model of both interfaces uses)."""
+    Unicode (domain.text.CheckedText, the check every input model of both interfaces uses).
+
+    Its output schema is the one the SDK derives from the tool's return annotation (a views
+    model), published as is; the tool hands the SDK a finished CallToolResult (_runner), so the
+    SDK keeps the schema but not the model (its documented "schema without a model: advertised,
+    not validated" case). The SDK would otherwise, per call, validate the returned model again,
+    dump it, render an indented text copy this server throws away, and build the result: our
+    answers are models our own code just built (validated when constructed), dumped once here."""
     tool = Tool.from_function(
         _runner(d),
         title=d.title,
@@ -156,6 +160,8 @@ def _tool(d: ToolDef) -> Tool:
     # FuncMetadata reads arg_model on each call (its documented behaviour); the published input
     # schema was generated from the same fields before this and does not change.
     tool.fn_metadata.arg_model = type(base.__name__, (base, CheckedText), {"__module__": base.__module__})
+    assert tool.fn_metadata.output_schema is not None and not tool.fn_metadata.wrap_output, d.fn.__name__
+    tool.fn_metadata.output_model = None
     return tool
 
 
@@ -167,10 +173,22 @@ def _runner(d: ToolDef) -> Callable[..., Awaitable[Any]]:
     fn, bounded = d.fn, d.bounded
 
     @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
-    async def tool(**arguments: Any) -> Any:
-        return await workers.call(fn, bounded, **arguments)
+    async def tool(**arguments: Any) -> CallToolResult:
+        return answer(await workers.call(fn, bounded, **arguments))
 
     return tool
+
+
+def answer(model: BaseModel) -> CallToolResult:
+    """A tool's answer as the MCP result: the model as structured content, and its compact JSON as
+    the text copy (the SDK's copy is indented; agents pay per token). pydantic_core encodes in one
+    native call and refuses text with no UTF-8 form (a lone surrogate): NotUnicode."""
+    structured = model.model_dump(mode="json", by_alias=True)
+    try:
+        text = to_json(structured).decode()
+    except PydanticSerializationError as exc:
+        raise NotUnicode from exc
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
 def _build() -> TaskgateMCP:
