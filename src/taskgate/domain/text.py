@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, to_json
 
 # Every code point in the surrogate block: a str holding one cannot be encoded as UTF-8
 # (a well-formed pair in JSON decodes to one astral character, never to two surrogates).
@@ -26,6 +26,16 @@ class UnencodableText(ValueError):
 
 def unencodable(value: Any, path: str = "") -> str | None:
     """The path of the first string (or key) in `value` that holds a lone surrogate, else None."""
+    if not path:
+        # Nearly always there is none: pydantic_core encodes the whole value in one native call
+        # (~1 us for a tool's arguments), and fails on any lone surrogate, in a key or in text,
+        # however deep. Only a failure (or a value it cannot encode) walks it to say where.
+        try:
+            to_json(value)
+        except ValueError:  # PydanticSerializationError is one
+            pass
+        else:
+            return None
     if isinstance(value, str):
         return path or "(text)" if _SURROGATE.search(value) else None
     if isinstance(value, dict):
