@@ -21,6 +21,7 @@ KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import secrets
@@ -160,20 +161,39 @@ def _unset(field: FieldInfo, value: Any) -> bool:
     return False
 
 
+_EMPTIES: tuple[Any, ...] = (None, "", [], {})
+
+
+@functools.cache
+def _left_out(model: type[BaseModel]) -> dict[str, tuple[bool, ...]]:
+    """Per field of `model` that has one: whether each of None, "", [] and {} is its "nothing
+    here" default (_unset), worked out once per model class instead of per field per write."""
+    rules = {
+        name: tuple(_unset(field, empty) for empty in _EMPTIES) for name, field in model.model_fields.items()
+    }
+    return {name: rule for name, rule in rules.items() if any(rule)}
+
+
 def _compact(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
-    fields = type(model).model_fields
+    rules = _left_out(type(model))
     out: dict[str, Any] = {}
     for name, value in data.items():
-        field = fields.get(name)
-        if field is not None and _unset(field, value):
+        rule = rules.get(name)
+        if rule is not None and (
+            (value is None and rule[0])
+            or (value == "" and rule[1])
+            or (value == [] and rule[2])
+            or (value == {} and rule[3])
+        ):
             continue
-        attr = getattr(model, name, None)
-        if isinstance(attr, BaseModel):
-            value = _compact(attr, value)
-        elif isinstance(attr, list) and attr and all(isinstance(a, BaseModel) for a in attr):
-            value = [_compact(a, v) for a, v in zip(attr, value, strict=True)]
-        elif isinstance(attr, dict) and attr and all(isinstance(a, BaseModel) for a in attr.values()):
-            value = {k: _compact(attr[k], v) for k, v in value.items()}
+        if value and isinstance(value, dict | list):  # only these can hold dumped models
+            attr = getattr(model, name, None)
+            if isinstance(attr, BaseModel):
+                value = _compact(attr, value)
+            elif isinstance(attr, list) and attr and all(isinstance(a, BaseModel) for a in attr):
+                value = [_compact(a, v) for a, v in zip(attr, value, strict=True)]
+            elif isinstance(attr, dict) and attr and all(isinstance(a, BaseModel) for a in attr.values()):
+                value = {k: _compact(attr[k], v) for k, v in value.items()}
         out[name] = value
     return out
 
