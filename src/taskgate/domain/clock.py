@@ -33,6 +33,13 @@ class ManualClock:
             return self._now
 
 
+_ZERO = timedelta(0)
+
+
 def iso(dt: datetime) -> str:
     """Sortable, fixed-width UTC timestamp used in keys and records."""
+    if dt.utcoffset() == _ZERO and dt.year >= 1000:
+        # The same text, in half the time (several per write): with this timespec isoformat
+        # always prints the microseconds, and a zero offset as "+00:00".
+        return dt.isoformat(timespec="microseconds")[:-6] + "Z"
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
