@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from taskgate.store.schema import IndexName
 
 
@@ -32,18 +34,34 @@ class Item:
     expires: str | None = None
 
     @cached_property
+    def encoded(self) -> bytes:
+        """The JSON body as stored, in UTF-8: encoded once, for the checks and the write.
+
+        pydantic_core encodes in one native call, ~4x faster than json.dumps, with the same text
+        for what bodies hold (NaN and Infinity too, as json.dumps writes them; an exponent may
+        read 1e-5 for 1e-05, the same number). Text that has no UTF-8 form (a lone surrogate,
+        which JSON can smuggle in as an escape) raises Unencodable: no reader could ever
+        serialise it."""
+        try:
+            return to_json(self.data, inf_nan_mode="constants")
+        except PydanticSerializationError:
+            try:  # the reason, as the codec words it
+                json.dumps(self.data, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise Unencodable(
+                    f"{self.pk}/{self.sk}: text that is not valid Unicode ({exc.reason})"
+                ) from exc
+            raise
+
+    @cached_property
     def body(self) -> str:
-        """The JSON body as stored: encoded once, for the checks and the write."""
-        return json.dumps(self.data, separators=(",", ":"), ensure_ascii=False)
+        """The JSON body as stored (Unencodable as `encoded`)."""
+        return self.encoded.decode()
 
     @cached_property
     def size(self) -> int:
-        """The body's size in UTF-8 bytes. Text that has no UTF-8 form (a lone surrogate, which
-        JSON can smuggle in as an escape) raises Unencodable: no reader could ever serialise it."""
-        try:
-            return len(self.body.encode("utf-8"))
-        except UnicodeEncodeError as exc:
-            raise Unencodable(f"{self.pk}/{self.sk}: text that is not valid Unicode ({exc.reason})") from exc
+        """The body's size in UTF-8 bytes (Unencodable as `encoded`)."""
+        return len(self.encoded)
 
 
 # Every op may also carry `alive_at` (a time as Item.expires holds it): the op's condition then
