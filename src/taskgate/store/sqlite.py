@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import from_json
+
 from taskgate.domain.errors import invalid
 from taskgate.store import cursor as cursors
 from taskgate.store.port import (
@@ -123,7 +125,7 @@ class SQLiteStore:
         for name, (ipk, isk) in zip(_INDEX_COLS, ((g1p, g1s), (g3p, g3s)), strict=True):
             if ipk is not None:
                 indexes[name] = (ipk, isk)
-        return Item(pk, sk, json.loads(data), version, indexes, expires)
+        return Item(pk, sk, _decode(data), version, indexes, expires)
 
     _COLS = "pk, sk, version, data, gsi1pk, gsi1sk, gsi3pk, gsi3sk, expires"
 
@@ -316,6 +318,17 @@ class SQLiteStore:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+
+def _decode(body: str) -> Any:
+    """A stored JSON body: pydantic_core decodes it in one native call, twice as fast as json.loads.
+    It refuses an escaped lone surrogate, which json.loads decodes into a str (only a database
+    from before such text was refused holds one): that body goes to json.loads, so readers see
+    it exactly as before (and refuse to serialise it)."""
+    try:
+        return from_json(body)
+    except ValueError:
+        return json.loads(body)
 
 
 def _index_cols(it: Item) -> list[str | None]:
