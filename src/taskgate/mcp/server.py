@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server import CacheHint, MCPServer
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
@@ -89,7 +88,7 @@ class TaskgateMCP(MCPServer[Any]):
             # taskgate installs none (Lambda traces with Powertools/X-Ray): drop it, as the SDK
             # says to opt out. A host that installs a provider first (e.g. an ADOT Lambda
             # layer, before this is built) keeps the spans.
-            self.middleware[:] = [m for m in self.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+            self.middleware[:] = [m for m in self.middleware if type(m).__name__ != _OTEL_MIDDLEWARE]
         # Tools whose input schema declares Mcp-Param-* headers (x-mcp-header): none today.
         self._declares_headers = {
             t.name for t in self._tool_manager.list_tools() if X_MCP_HEADER_KEY in json.dumps(t.parameters)
@@ -138,6 +137,11 @@ class TaskgateMCP(MCPServer[Any]):
         # taskgate has no prompts: an unknown name is the caller's mistake (-32602, as for an
         # unknown tool), not the SDK's code-0 error.
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}; this server has no prompts")
+
+
+# Matched by name: the SDK's class lives in a private module (mcp.server._otel) that a 2.x
+# release may move; if it is renamed, the spans stay (the cost of a no-op), nothing breaks.
+_OTEL_MIDDLEWARE = "OpenTelemetryMiddleware"
 
 
 def _tracing() -> bool:
