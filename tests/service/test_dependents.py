@@ -5,34 +5,12 @@ block. A blocker stored before the list existed is still served by the blocked q
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
 
 from taskgate.domain.models import FailureKind, Status, Task
 from taskgate.service import claims, records, review, sweeper, tasks
-from taskgate.store.port import Item, Op, Put, Store
+from taskgate.store.port import Item, Put
+from tests.support.counting import CountingStore
 from tests.support.world import World
-
-
-class _Counting:
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
-            return attr(*args, **kwargs)
-
-        return counted
-
-    def commit(self, ops: Sequence[Op]) -> None:
-        self.calls["commit"] += 1
-        self.inner.commit(ops)
 
 
 def _submitted(w: World, title: str) -> Task:
@@ -45,7 +23,7 @@ def test_an_accept_with_nobody_waiting_reads_once_and_commits_once(world: World)
     for i in range(5):
         w.task(title=f"blocked {i}", blocked_by=[w.task(title=f"other {i}").id])
     done = _submitted(w, "alone")
-    counting = _Counting(w.store)
+    counting = CountingStore(w.store)
     w.ctx.store = counting  # type: ignore[assignment]
     assert review.accept(w.ctx, w.human, done.id).status is Status.DONE
     assert counting.calls == Counter({"get_many": 1, "commit": 1})

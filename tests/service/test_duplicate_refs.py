@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
 
 from taskgate.domain.models import CriterionInput, CriterionKind
 from taskgate.service import review, specs, tasks
-from taskgate.store.port import Op, Store
+from tests.support.counting import CountingStore
 from tests.support.world import World
 
 
@@ -97,35 +95,12 @@ def test_spec_criteria_count_as_they_are_now(any_world: World) -> None:
     assert _warned(w, "tests.Health.t9") == [_on("tests.Health.t9", under.id)]
 
 
-class _Counting:
-    """Counts the store requests a service makes (each call is one request on DynamoDB)."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls[name] += 1
-            return attr(*args, **kwargs)
-
-        return counted
-
-    def commit(self, ops: Sequence[Op]) -> None:
-        self.calls["commit"] += 1
-        self.inner.commit(ops)
-
-
 def test_a_create_reads_no_other_task_that_shares_no_ref(world: World) -> None:
     w = world
     w.project()
     for i in range(40):
         w.task(criteria=[_test(f"t.{i}")])
-    counting = _Counting(w.store)
+    counting = CountingStore(w.store)
     w.ctx.store = counting  # type: ignore[assignment]
     assert _create(w, "t.new", "t.other").warnings == []
     # The counter and both refs in one read, then the commit: nothing scales with the project.
