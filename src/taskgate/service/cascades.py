@@ -23,6 +23,8 @@ short. Each is made safe to interrupt:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
@@ -129,6 +131,16 @@ def _spec_guard(spec: Spec) -> Check:
     return Check(*records.spec_key(spec.project, spec.number), spec.version)
 
 
+def _moved(ctx: Context, attempt: Callable[[], bool]) -> bool:
+    """A cascade step, retried on a version race; a task gone meanwhile is simply not moved."""
+    try:
+        return ctx.retrying(attempt)
+    except TaskgateError as exc:
+        if exc.code is ErrorCode.NOT_FOUND:
+            return False
+        raise
+
+
 def sync_task(ctx: Context, task_id: str) -> bool:
     """Put one task in line with its spec as the spec is now: back to backlog while the spec is
     a draft, out of backlog once it is approved, and the spec's risk. One commit, conditioned
@@ -174,12 +186,7 @@ def sync_task(ctx: Context, task_id: str) -> bool:
         ctx.commit([put_task(task, new), put_event(ev), _spec_guard(spec)])
         return True
 
-    try:
-        return ctx.retrying(attempt)
-    except TaskgateError as exc:
-        if exc.code is ErrorCode.NOT_FOUND:
-            return False
-        raise
+    return _moved(ctx, attempt)
 
 
 def spec_changed(ctx: Context, project: str, sid: str) -> list[str]:
@@ -231,12 +238,7 @@ def settle(ctx: Context, task_id: str, from_status: Status) -> bool:
         ctx.commit([put_task(task, new), put_event(ev), *guard])
         return True
 
-    try:
-        return ctx.retrying(attempt)
-    except TaskgateError as exc:
-        if exc.code is ErrorCode.NOT_FOUND:
-            return False
-        raise
+    return _moved(ctx, attempt)
 
 
 def task_done(ctx: Context, done: Task) -> list[str]:
