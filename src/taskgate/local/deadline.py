@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 
 import anyio
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from taskgate.asgi import replaying
 
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
@@ -45,17 +47,7 @@ class BodyDeadline:
         if not done:
             await _refuse(send, 408, f"the request body did not arrive within {self.seconds:g} s")
             return
-        body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taskgate import runtime, telemetry
+from taskgate.asgi import replaying
 from taskgate.auth import resolve
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
@@ -122,20 +123,6 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A receive that hands the app the body already read, then the client's own messages."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
 
 
 _CODE_BY_STATUS = {401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN, 404: ErrorCode.NOT_FOUND}
@@ -241,7 +228,7 @@ class AgentAuth:
             return
         token = identity.bind(principal)
         try:
-            await self.app(scope, _replay(body, receive), coded_errors(send))
+            await self.app(scope, replaying(body, receive), coded_errors(send))
         finally:
             identity.unbind(token)
 
