@@ -313,6 +313,8 @@ def test_the_terminal_output_says_which_task_which_check_and_the_verdict(live: L
     done = gate.verify("--task", tid)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
+    # One step a line, each naming its task, a failing test's multi-line message included.
+    assert all(line.startswith((f"{tid}:", f"  {tid} ")) for line in lines), lines
     assert lines[0].startswith(f"{tid}: verifying ")
     assert any(f"{tid} check unit: exit 1 in " in line for line in lines)
     assert any(f"{tid} AC-1.1 fail" in line for line in lines)

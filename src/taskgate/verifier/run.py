@@ -190,7 +190,7 @@ class Runner:
             g.results[c.id] = CriterionResult(
                 result=found.evidence, detail=found.detail[:DETAIL_CHARS], source=source
             )
-            self.progress(f"{c.id} {found.evidence.value}: {found.detail[:200]}")
+            self.progress(f"{c.id} {found.evidence.value}: {_one_line(found.detail)}")
 
     def _commands(self, commands: list[Criterion], cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
         # All command criteria of a run share one check timeout (the server's budget counts one).
@@ -238,5 +238,11 @@ class Runner:
         except reviewer.ReviewerError as exc:
             raise RunError(str(exc)) from exc
         for cid, r in answer.items():
-            self.progress(f"{cid} {r.result.value} (reviewer): {(r.rationale or 'no rationale')[:200]}")
+            self.progress(f"{cid} {r.result.value} (reviewer): {_one_line(r.rationale or 'no rationale')}")
         return answer
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """A detail on one progress line: a test's multi-line message would break the terminal's
+    one-line-per-step reading (the evidence sent to the server keeps it whole)."""
+    return " ".join(text.split())[:limit]
