@@ -210,3 +210,23 @@ def test_a_small_brief_is_whole_and_says_nothing_was_left_out() -> None:
     b = _build(ranked_decisions=[_decision(1, "use json")])
     assert b["omitted"] == {} and b["clipped"] == [] and "see" not in b
     assert PROJECT.name == "p"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(json_values)
+@settings(max_examples=300, deadline=None)
+def test_the_brief_is_measured_as_json_dumps_writes_it(node: Any) -> None:
+    # The measure is compact, ASCII-escaped JSON whichever encoder computes it (DEL, control
+    # characters, non-ASCII and astral text included: hypothesis's text draws them all).
+    assert briefs._size(node) == size(node)
+
+
+@pytest.mark.parametrize("text", ["plain", "del \x7f here", "tab\tnew\nline", "\x00\x1f", "é", "😀", '"\\'])
+def test_the_measure_of_tricky_text(text: str) -> None:
+    assert briefs._size({"t": [text]}) == size({"t": [text]})

@@ -13,6 +13,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from taskgate.domain.models import Criterion, Decision, Note, Project, Spec, Task
 
 TOKEN_BUDGET = 2000
@@ -42,6 +44,15 @@ RESERVE_CHARS = 700
 
 
 def _size(node: Any) -> int:
+    """The length of `node` as compact, ASCII-escaped JSON: the budget's measure (a brief is built
+    of JSON's own types). pydantic_core writes the same text ~5x faster when it is all ASCII but
+    for DEL, which it leaves as is and json.dumps escapes; anything else is measured by json.dumps."""
+    try:
+        text = to_json(node)
+    except PydanticSerializationError:
+        text = b"\x80"  # not JSON's own types: measured below
+    if text.isascii() and b"\x7f" not in text:
+        return len(text)
     return len(json.dumps(node, separators=(",", ":"), default=str))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -113,6 +114,7 @@ def serve(options: ServeOptions) -> None:
     from taskgate.mcp.app import build_app
     from taskgate.service import key_cache
     from taskgate.service.sweeper import sweep
+    from taskgate.store.sqlite import SQLiteStore
 
     token, token_path = configure(options)
     if options.store == "sqlite":
@@ -120,6 +122,8 @@ def serve(options: ServeOptions) -> None:
         # be exact here (service/key_cache.py). Not with DynamoDB, which other processes share.
         key_cache.enable()
     ctx = runtime.context()  # opens (and migrates) the store before the first request
+    if isinstance(ctx.store, SQLiteStore):
+        ctx.store.checkpoint_in_background()
     # Finish what a crash of the last run left half-done (cascades, lapsed leases) before
     # serving; afterwards the sweeper thread keeps at it.
     swept = sweep(ctx)
@@ -156,6 +160,11 @@ def serve(options: ServeOptions) -> None:
     # exit 0. Every acknowledged write was committed before its response was sent.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: None)
+    # Everything imported and built so far (the SDK, pydantic's schemas, the tools: ~10^5
+    # objects) lives as long as the process: out of the collector's sight, the collections
+    # that every request's garbage triggers no longer walk it again.
+    gc.collect()
+    gc.freeze()
     try:
         uvicorn.Server(config).run()
     finally:

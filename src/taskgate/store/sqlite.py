@@ -8,6 +8,7 @@ SQLite's lock (busy_timeout), so a commit either applies whole or raises Conflic
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -34,12 +35,16 @@ from taskgate.store.port import (
 )
 from taskgate.store.schema import IndexName
 
+log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY_S = 0.25  # a few hundred WAL pages at a busy server's rate: a short copy each
+
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
     IndexName.QUEUE: ("gsi1pk", "gsi1sk"),
     IndexName.LOOKUP: ("gsi3pk", "gsi3sk"),
 }
 # gsi2pk/gsi2sk held a lease index that no longer exists: the columns stay (migrations are
-# never edited), nothing writes or reads them.
+# never edited), nothing reads them. A task's UPDATE leaves them as they are.
 
 
 def _migration_1(db: sqlite3.Connection) -> None:
@@ -73,7 +78,23 @@ class SQLiteStore:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._checkpointer: _Checkpointer | None = None
         self._migrate()
+
+    def checkpoint_in_background(self, every_s: float = CHECKPOINT_EVERY_S) -> None:
+        """Move WAL checkpoints off the committing threads, for a long-lived server.
+
+        By default the commit that takes the WAL past 1,000 pages copies them into the
+        database and syncs both files, while holding the write lock: in `taskgate serve` that
+        commit runs on the event loop, and every request waits out the disk. Here each
+        connection of this store leaves that to one thread that checkpoints every `every_s`
+        (PASSIVE: it never blocks a reader or a writer, and sqlite3 releases the GIL while it
+        works). Durability is unchanged: a committed transaction is in the WAL either way."""
+        if self._checkpointer is None:
+            with self._all_lock:
+                for db in self._all:
+                    db.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpointer = _Checkpointer(self, every_s)
 
     # -- connections -------------------------------------------------------------------------
 
@@ -87,10 +108,28 @@ class SQLiteStore:
             # NORMAL in WAL survives a process crash or kill; only an OS crash can lose the tail.
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
+            if self._checkpointer is not None:
+                db.execute("PRAGMA wal_autocheckpoint = 0")
             self._local.db = db
+            self._local.waits = True  # the busy timeout is set (see _waiting)
             with self._all_lock:
                 self._all.append(db)
         return db
+
+    def _waiting(self, db: sqlite3.Connection, wait: bool) -> None:
+        """Set this thread's connection to wait for the write lock (the busy timeout) or not.
+
+        Switched only when it changes: commits under never_wait() run on the event loop's
+        thread, and only there, so its connection stays at zero and the others at the timeout,
+        instead of each such commit switching it off and on again (two statements, ~15 us).
+        Reads on a connection at zero do not fail for it: in WAL a reader takes no lock a
+        writer holds, and every open connection holds the file shared, so no other can lock it
+        exclusively. The one wait left to a reader is another connection rebuilding a broken
+        WAL index, which only the first connection to open the file does (this store's
+        migration, before any request)."""
+        if self._local.waits != wait:
+            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000) if wait else 0}")
+            self._local.waits = wait
 
     def _migrate(self) -> None:
         db = self._conn()
@@ -110,6 +149,9 @@ class SQLiteStore:
             raise
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         with self._all_lock:
             for db in self._all:
                 db.close()
@@ -263,61 +305,118 @@ class SQLiteStore:
                 self._write_lock.release()
             return
         with self._write_lock:
-            self._commit(ops)
+            self._commit(ops, wait=True)
 
-    def _begin(self, db: sqlite3.Connection, wait: bool) -> None:
-        if wait:
-            db.execute("BEGIN IMMEDIATE")
-            return
-        # Another process may hold the file's write lock: ask once, without the busy handler.
-        db.execute("PRAGMA busy_timeout = 0")
-        try:
-            db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                raise WouldWait from exc
-            raise
-        finally:
-            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-
-    def _commit(self, ops: Sequence[Op], *, wait: bool = True) -> None:
+    def _commit(self, ops: Sequence[Op], *, wait: bool) -> None:
         db = self._conn()
+        self._waiting(db, wait)
         try:
-            self._begin(db, wait)
+            db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            # The write lock was not free within busy_timeout: nothing was written, like a lost race.
+            # Another process holds the file's write lock (past the busy timeout, or at once
+            # when this commit must not wait): nothing was written.
+            if not wait and _busy(exc):
+                raise WouldWait from exc
             raise ConflictError([key_of(op) for op in ops], reason=f"database busy ({exc})") from exc
         try:
-            # Versions by primary key, one lookup each (a row-value IN list scans the table);
-            # the writes go in one executemany.
-            keys = [key_of(op) for op in ops]
-            stored: dict[tuple[str, str], tuple[int, str | None]] = {}
-            for key in keys:
-                row = db.execute("SELECT version, expires FROM items WHERE pk = ? AND sk = ?", key).fetchone()
-                if row is not None:
-                    stored[key] = (row[0], row[1])
-            failed = [
-                key
-                for key, op in zip(keys, ops, strict=True)
-                if (stored[key][0] if key in stored else None) != op.expected_version
-                or (key in stored and lapsed(stored[key][1], op.alive_at))
-            ]
-            if failed:
-                raise ConflictError(failed)
-            puts = [op.item for op in ops if isinstance(op, Put)]
-            if puts:
-                db.executemany(
-                    "INSERT OR REPLACE INTO items (pk, sk, version, data, gsi1pk, gsi1sk, "
-                    "gsi3pk, gsi3sk, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(it.pk, it.sk, it.version, it.body, *_index_cols(it), it.expires) for it in puts],
-                )
-            deletes = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
-            if deletes:
-                db.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", deletes)
+            # Each op is one statement that checks its condition and writes in one step (an
+            # UPDATE or DELETE matching the expected version, an INSERT of a new key): no read
+            # of the versions first. The first op whose condition fails ends the commit.
+            for i, op in enumerate(ops):
+                if not _apply(db, op):
+                    failed = [key_of(op)] + [key_of(later) for later in ops[i + 1 :] if not _holds(db, later)]
+                    raise ConflictError(failed)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+
+# An op's lease condition (port.lapsed, in SQL): no alive_at, or no lease, or one that ends later.
+_ALIVE = "(?1 IS NULL OR expires IS NULL OR expires > ?1)"
+_INSERT = (
+    "INSERT INTO items (pk, sk, version, data, gsi1pk, gsi1sk, gsi3pk, gsi3sk, expires) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE = (
+    "UPDATE items SET version = ?2, data = ?3, gsi1pk = ?4, gsi1sk = ?5, gsi3pk = ?6, gsi3sk = ?7, "
+    f"expires = ?8 WHERE pk = ?9 AND sk = ?10 AND version = ?11 AND {_ALIVE}"
+)
+_DELETE = f"DELETE FROM items WHERE pk = ?2 AND sk = ?3 AND version = ?4 AND {_ALIVE}"
+_CHECK = f"SELECT 1 FROM items WHERE pk = ?2 AND sk = ?3 AND version = ?4 AND {_ALIVE}"
+
+
+def _apply(db: sqlite3.Connection, op: Op) -> bool:
+    """Write one op if its condition holds; whether it held."""
+    if isinstance(op, Put):
+        it = op.item
+        if op.expected_version is None:
+            try:
+                db.execute(_INSERT, (it.pk, it.sk, it.version, it.body, *_index_cols(it), it.expires))
+            except sqlite3.IntegrityError as exc:
+                if exc.sqlite_errorcode == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+                    return False  # the key exists: a create that lost
+                raise
+            return True
+        args = (
+            op.alive_at,
+            it.version,
+            it.body,
+            *_index_cols(it),
+            it.expires,
+            it.pk,
+            it.sk,
+            op.expected_version,
+        )
+        return db.execute(_UPDATE, args).rowcount == 1
+    if isinstance(op, Delete):
+        return db.execute(_DELETE, (op.alive_at, op.pk, op.sk, op.expected_version)).rowcount == 1
+    return db.execute(_CHECK, (op.alive_at, op.pk, op.sk, op.expected_version)).fetchone() is not None
+
+
+def _holds(db: sqlite3.Connection, op: Op) -> bool:
+    """Whether an op's condition holds, writing nothing (to name every failing op of a commit)."""
+    row = db.execute("SELECT version, expires FROM items WHERE pk = ? AND sk = ?", key_of(op)).fetchone()
+    if row is None:
+        return isinstance(op, Put) and op.expected_version is None
+    return row[0] == op.expected_version and not lapsed(row[1], op.alive_at)
+
+
+class _Checkpointer:
+    """The thread that checkpoints a store's WAL (SQLiteStore.checkpoint_in_background)."""
+
+    def __init__(self, store: SQLiteStore, every_s: float) -> None:
+        self._store = store
+        self._every_s = every_s
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="taskgate-wal-checkpoint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        # Its own connection, not the store's per-thread ones: close() must not pull it away
+        # mid-checkpoint.
+        db = sqlite3.connect(self._store.path, isolation_level=None, check_same_thread=False)
+        try:
+            while not self._stopping.wait(self._every_s):
+                self._checkpoint(db)
+            self._checkpoint(db)  # on close: leave a short WAL behind
+        finally:
+            db.close()
+
+    @staticmethod
+    def _checkpoint(db: sqlite3.Connection) -> None:
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:  # nothing is lost: the WAL holds every commit until the next one
+            log.warning("WAL checkpoint failed (the next one tries again): %s", exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    return (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _decode(body: str) -> Any:

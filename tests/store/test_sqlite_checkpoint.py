@@ -1,0 +1,74 @@
+"""SQLite WAL checkpoints in a background thread (`taskgate serve`): commits never copy the WAL
+into the database themselves, the thread does, and closing the store stops it."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from taskgate.store.port import Item, Put
+from taskgate.store.sqlite import SQLiteStore
+
+PAGES = 1500  # more than SQLite's default autocheckpoint (1,000 pages)
+BODY = "x" * 40_000  # ~10 pages each
+
+
+def _write(store: SQLiteStore, start: int = 0) -> None:
+    for n in range(start, start + PAGES // 10):
+        store.commit([Put(Item("P", f"S{n:05d}", {"body": BODY}))])
+
+
+def _db_bytes(store: SQLiteStore) -> int:
+    return os.path.getsize(store.path)
+
+
+def _checkpointers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "taskgate-wal-checkpoint"]
+
+
+def test_by_default_a_commit_checkpoints_the_wal_itself(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    try:
+        _write(store)
+        assert _db_bytes(store) > 2_000_000  # a commit copied the WAL (4 MB) into the database file
+    finally:
+        store.close()
+
+
+def test_in_the_background_no_commit_checkpoints_and_the_thread_does(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    store.get("P", "none")  # this thread's connection exists before: it is switched too
+    store.checkpoint_in_background(every_s=3600)  # no checkpoint while the writes run
+    try:
+        _write(store)
+        other = threading.Thread(target=_write, args=(store, 10_000))  # a connection made after
+        other.start()
+        other.join()
+        assert _db_bytes(store) < 1_000_000  # ~12 MB committed, all of it still in the WAL
+        assert len(_checkpointers()) == 1
+    finally:
+        store.close()  # stops the thread, which checkpoints once more on its way out
+    assert _checkpointers() == []
+    assert _db_bytes(store) > 8_000_000
+    reopened = SQLiteStore(tmp_path / "t.db")
+    try:
+        item = reopened.get("P", f"S{10_000 + PAGES // 10 - 1:05d}")
+        assert item is not None and item.data == {"body": BODY}
+    finally:
+        reopened.close()
+
+
+def test_the_thread_checkpoints_while_the_store_is_open(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    store.checkpoint_in_background(every_s=0.05)
+    try:
+        _write(store)
+        deadline = time.monotonic() + 10
+        while _db_bytes(store) < 4_000_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _db_bytes(store) > 4_000_000
+    finally:
+        store.close()
+    assert _checkpointers() == []
