@@ -3,10 +3,14 @@ into the database themselves, the thread does, and closing the store stops it.""
 
 from __future__ import annotations
 
+import gc
 import os
+import sqlite3
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from taskgate.store.port import Item, Put
 from taskgate.store.sqlite import SQLiteStore
@@ -49,9 +53,8 @@ def test_in_the_background_no_commit_checkpoints_and_the_thread_does(tmp_path: P
         assert _db_bytes(store) < 1_000_000  # ~12 MB committed, all of it still in the WAL
         assert len(_checkpointers()) == 1
     finally:
-        store.close()  # stops the thread, which checkpoints once more on its way out
+        store.close()
     assert _checkpointers() == []
-    assert _db_bytes(store) > 8_000_000
     reopened = SQLiteStore(tmp_path / "t.db")
     try:
         item = reopened.get("P", f"S{10_000 + PAGES // 10 - 1:05d}")
@@ -72,3 +75,29 @@ def test_the_thread_checkpoints_while_the_store_is_open(tmp_path: Path) -> None:
     finally:
         store.close()
     assert _checkpointers() == []
+
+
+def test_a_store_dropped_without_close_ends_its_thread(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    store.checkpoint_in_background(every_s=0.02)
+    assert len(_checkpointers()) == 1
+    del store
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _checkpointers() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _checkpointers() == []
+
+
+def test_a_file_that_cannot_be_opened_fails_the_caller(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    store = SQLiteStore(tmp_path / "db" / "t.db")
+    try:
+        (tmp_path / "db").rename(tmp_path / "moved")
+        with pytest.raises(sqlite3.OperationalError):
+            store.checkpoint_in_background()
+        assert _checkpointers() == []
+        store.commit([Put(Item("P", "S", {"n": 1}))])  # commits still checkpoint themselves
+        assert store.get("P", "S") is not None
+    finally:
+        store.close()

@@ -213,7 +213,8 @@ def test_a_small_brief_is_whole_and_says_nothing_was_left_out() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
+    # floats as the brief holds them: check timeouts (at least 0.05 minutes, at most 4 hours)
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(0.05, 240) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )

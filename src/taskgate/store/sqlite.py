@@ -11,6 +11,7 @@ import json
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,10 @@ class SQLiteStore:
         (PASSIVE: it never blocks a reader or a writer, and sqlite3 releases the GIL while it
         works). Durability is unchanged: a committed transaction is in the WAL either way."""
         if self._checkpointer is None:
+            self._checkpointer = _Checkpointer(self, every_s)
             with self._all_lock:
                 for db in self._all:
                     db.execute("PRAGMA wal_autocheckpoint = 0")
-            self._checkpointer = _Checkpointer(self, every_s)
 
     # -- connections -------------------------------------------------------------------------
 
@@ -145,7 +146,8 @@ class SQLiteStore:
                 db.execute(f"PRAGMA user_version = {number + 1}")
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (a full disk, say)
+                db.execute("ROLLBACK")
             raise
 
     def close(self) -> None:
@@ -328,7 +330,8 @@ class SQLiteStore:
                     raise ConflictError(failed)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (a full disk, say)
+                db.execute("ROLLBACK")
             raise
 
 
@@ -383,32 +386,28 @@ def _holds(db: sqlite3.Connection, op: Op) -> bool:
 
 
 class _Checkpointer:
-    """The thread that checkpoints a store's WAL (SQLiteStore.checkpoint_in_background)."""
+    """The thread that checkpoints a store's WAL (SQLiteStore.checkpoint_in_background), on a
+    connection of its own (close() must not pull one of the store's away mid-checkpoint). It
+    holds the store weakly: a store dropped without close() ends it too."""
 
     def __init__(self, store: SQLiteStore, every_s: float) -> None:
-        self._store = store
+        # Opened here, so a file that cannot be opened fails the caller, not a thread nobody sees.
+        self._db = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+        self._store = weakref.ref(store)
         self._every_s = every_s
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="taskgate-wal-checkpoint", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        # Its own connection, not the store's per-thread ones: close() must not pull it away
-        # mid-checkpoint.
-        db = sqlite3.connect(self._store.path, isolation_level=None, check_same_thread=False)
         try:
-            while not self._stopping.wait(self._every_s):
-                self._checkpoint(db)
-            self._checkpoint(db)  # on close: leave a short WAL behind
+            while not self._stopping.wait(self._every_s) and self._store() is not None:
+                try:
+                    self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                except Exception as exc:  # nothing is lost: the WAL keeps every commit until the next try
+                    log.warning("WAL checkpoint failed (the next one tries again): %s", exc)
         finally:
-            db.close()
-
-    @staticmethod
-    def _checkpoint(db: sqlite3.Connection) -> None:
-        try:
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error as exc:  # nothing is lost: the WAL holds every commit until the next one
-            log.warning("WAL checkpoint failed (the next one tries again): %s", exc)
+            self._db.close()
 
     def stop(self) -> None:
         self._stopping.set()
