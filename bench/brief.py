@@ -1,6 +1,7 @@
-"""How long building one task's brief takes as the task's notes grow (issue 8, defect 2).
+"""How long building one task's brief takes as the task's notes (issue 8, defect 2) and its
+project's decisions (issue 9: every claim builds one) grow.
 
-    python bench/brief.py [--notes 100,400,800] [--repeat 3]
+    python bench/brief.py [--notes 100,400,800] [--decisions 0,100,300] [--repeat 3]
 
 For each count, a task on a fresh SQLite file gets that many notes of ~500 characters, written
 straight to the store (the service caps a task at 100 notes; older databases, or a cap raised
@@ -8,8 +9,14 @@ later, may hold more), then `get_task_brief` runs `--repeat` times. Prints one l
 
     notes=<n> brief_ms=<median> brief_chars=<size> notes_in_brief=<k>
 
-and last `ratio_800_to_100=<x>` (1.0 means the cost does not grow with the notes at all; 8.0
-would be linear in them, 64 quadratic). The first call of each count is a warm-up.
+and `ratio_800_to_100=<x>` (1.0 means the cost does not grow with the notes at all; 8.0
+would be linear in them, 64 quadratic). Then, for each count of live decisions in the task's
+project (logged through the service, ~350 characters each; the brief ranks them all and keeps
+the top 5):
+
+    decisions=<n> brief_ms=<median> decisions_in_brief=<k>
+
+The first call of each count is a warm-up.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CriterionInput, Note
 from taskgate.domain.principals import acting, human
-from taskgate.service import brief, projects, records, tasks
+from taskgate.service import brief, decisions, projects, records, tasks
 from taskgate.service.context import Context
 from taskgate.store.port import MAX_OPS_PER_COMMIT, Put
 from taskgate.store.sqlite import SQLiteStore
@@ -70,9 +77,39 @@ def measure(count: int, repeat: int, tmp: Path) -> tuple[float, int, int]:
         store.close()
 
 
+DECISION = "We keep the cache in process and expire it on write, because the handler is hot. "
+
+
+def measure_decisions(count: int, repeat: int, tmp: Path) -> tuple[float, int]:
+    store = SQLiteStore(tmp / f"bench-decisions-{count}.db")
+    try:
+        ctx = Context(store, ManualClock())
+        alice = acting(human("alice"))
+        projects.create(ctx, alice, "bench", repo="/tmp/repo")
+        task = tasks.create(
+            ctx,
+            alice,
+            "bench",
+            title="Fix the cache in the request handler",
+            criteria=[CriterionInput(text="the handler serves from the cache")],
+        ).task
+        for i in range(count):
+            decisions.log(ctx, alice, "bench", title=f"Decision {i} on the cache", body=DECISION * 4)
+        brief.for_task(ctx, alice, task.id)  # warm-up
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            out = brief.for_task(ctx, alice, task.id)
+            times.append((time.perf_counter() - started) * 1000)
+        return statistics.median(times), len(out["decisions"])
+    finally:
+        store.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", default="100,400,800")
+    parser.add_argument("--decisions", default="0,100,300")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.notes.split(",")]
@@ -82,8 +119,11 @@ def main(argv: list[str] | None = None) -> None:
             ms, size, kept = measure(count, args.repeat, Path(tmp))
             medians[count] = ms
             print(f"notes={count} brief_ms={ms:.1f} brief_chars={size} notes_in_brief={kept}", flush=True)
-    if len(counts) > 1:
-        print(f"ratio_{counts[-1]}_to_{counts[0]}={medians[counts[-1]] / medians[counts[0]]:.2f}")
+        if len(counts) > 1:
+            print(f"ratio_{counts[-1]}_to_{counts[0]}={medians[counts[-1]] / medians[counts[0]]:.2f}")
+        for count in [int(n) for n in args.decisions.split(",")]:
+            ms, kept = measure_decisions(count, args.repeat, Path(tmp))
+            print(f"decisions={count} brief_ms={ms:.1f} decisions_in_brief={kept}", flush=True)
 
 
 if __name__ == "__main__":

@@ -115,3 +115,44 @@ def test_bm25_ranks_relevant_docs_first_and_drops_non_matches() -> None:
     assert [i for i, _ in ranked] == ["c", "b"]
     assert rank("the of and", docs) == []  # stop words only
     assert len(rank("health", docs, limit=1)) == 1
+
+
+def _bm25(query: str, docs: list[Doc]) -> dict[str, float]:
+    """Okapi BM25 written out again, straight from its definition: the oracle for rank()."""
+    import math
+    import re
+
+    stop = {"a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "is", "it"}
+    stop |= {"of", "on", "or", "that", "the", "this", "to", "with"}
+
+    def words(text: str) -> list[str]:
+        return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in stop]
+
+    terms = set(words(query))
+    split = {d.id: words(d.text) for d in docs}
+    avg = sum(len(w) for w in split.values()) / len(docs) or 1.0
+    out = {}
+    for d in docs:
+        score = 0.0
+        for t in terms:
+            f = split[d.id].count(t)
+            df = sum(1 for w in split.values() if t in w)
+            if f:
+                idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+                score += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(split[d.id]) / avg))
+        if score > 0:
+            out[d.id] = score
+    return out
+
+
+def test_rank_scores_as_bm25_defines_them_when_texts_repeat_across_calls() -> None:
+    # The second and third calls find every text's words remembered from the first: the scores
+    # must be the same as computed afresh, whatever the other documents are this time.
+    texts = ["cache the health endpoint", "health health status", "storage in postgres", "ok"]
+    for extra in ([], ["health of the cache layer"], ["postgres health", "a cache of caches"]):
+        docs = [Doc(f"d{i}", t) for i, t in enumerate(texts + extra)]
+        want = _bm25("health cache postgres", docs)
+        got = dict(rank("health cache postgres", docs, limit=10))
+        assert got.keys() == want.keys()
+        for doc_id, score in want.items():
+            assert abs(got[doc_id] - score) < 1e-9

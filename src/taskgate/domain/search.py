@@ -7,11 +7,13 @@ BM25 beat a dependency or a second search engine to deploy.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -46,6 +48,16 @@ def tokens(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+@functools.lru_cache(maxsize=4096)
+def _bag(text: str) -> tuple[int, Mapping[str, int]]:
+    """A document's length in terms and how often each occurs. Remembered by text: every claim
+    ranks all of its project's decisions for the brief, and splitting the same texts into
+    words again was most of that (~10 us a decision; 300 decisions, 3.5 ms a claim). A pure
+    function of the text, so nothing can go stale; read-only, so no caller can spoil it."""
+    counts = Counter(tokens(text))
+    return sum(counts.values()), MappingProxyType(dict(counts))
+
+
 @dataclass(frozen=True)
 class Doc:
     id: str
@@ -57,8 +69,7 @@ def rank(query: str, docs: Sequence[Doc], *, limit: int = 5) -> list[tuple[str, 
     terms = set(tokens(query))
     if not terms or not docs:
         return []
-    bags = [Counter(tokens(d.text)) for d in docs]
-    lengths = [sum(b.values()) for b in bags]
+    lengths, bags = zip(*(_bag(d.text) for d in docs), strict=True)
     avg = (sum(lengths) / len(lengths)) or 1.0
     df = {t: sum(1 for bag in bags if t in bag) for t in terms}
     n = len(docs)
