@@ -149,7 +149,8 @@ def test_rank_scores_as_bm25_defines_them_when_texts_repeat_across_calls() -> No
     # The second and third calls find every text's words remembered from the first: the scores
     # must be the same as computed afresh, whatever the other documents are this time.
     texts = ["cache the health endpoint", "health health status", "storage in postgres", "ok"]
-    for extra in ([], ["health of the cache layer"], ["postgres health", "a cache of caches"]):
+    long = "health " + "cache layer notes " * 150  # over the length remembered: split each time
+    for extra in ([], ["health of the cache layer"], ["postgres health", "a cache of caches", long]):
         docs = [Doc(f"d{i}", t) for i, t in enumerate(texts + extra)]
         want = _bm25("health cache postgres", docs)
         got = dict(rank("health cache postgres", docs, limit=10))

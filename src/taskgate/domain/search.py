@@ -48,14 +48,26 @@ def tokens(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
-@functools.lru_cache(maxsize=4096)
+# Texts remembered at once, and the longest remembered: a decision is a paragraph or two, and
+# this bounds the memory to ~2,048 x (2,000 characters and their word counts), some MB at most.
+_REMEMBERED = 2048
+_REMEMBERED_CHARS = 2000
+
+
 def _bag(text: str) -> tuple[int, Mapping[str, int]]:
     """A document's length in terms and how often each occurs. Remembered by text: every claim
     ranks all of its project's decisions for the brief, and splitting the same texts into
     words again was most of that (~10 us a decision; 300 decisions, 3.5 ms a claim). A pure
     function of the text, so nothing can go stale; read-only, so no caller can spoil it."""
+    return _remembered_bag(text) if len(text) <= _REMEMBERED_CHARS else _split(text)
+
+
+def _split(text: str) -> tuple[int, Mapping[str, int]]:
     counts = Counter(tokens(text))
     return sum(counts.values()), MappingProxyType(dict(counts))
+
+
+_remembered_bag = functools.lru_cache(maxsize=_REMEMBERED)(_split)
 
 
 @dataclass(frozen=True)
