@@ -28,18 +28,31 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CriterionInput, Note
-from taskgate.domain.principals import acting, human
+from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import brief, decisions, projects, records, tasks
 from taskgate.service.context import Context
 from taskgate.store.port import MAX_OPS_PER_COMMIT, Put
 from taskgate.store.sqlite import SQLiteStore
 
 NOTE = "Tried the obvious fix; the flaky test is in the cache layer, not the handler. " * 6
+
+
+def timed_brief(ctx: Context, who: Acting, task_id: str, repeat: int) -> tuple[float, dict[str, Any]]:
+    """The median time of `repeat` builds of the task's brief (after one warm-up), and the brief."""
+    brief.for_task(ctx, who, task_id)
+    times = []
+    out: dict[str, Any] = {}
+    for _ in range(repeat):
+        started = time.perf_counter()
+        out = brief.for_task(ctx, who, task_id)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times), out
 
 
 def measure(count: int, repeat: int, tmp: Path) -> tuple[float, int, int]:
@@ -66,13 +79,8 @@ def measure(count: int, repeat: int, tmp: Path) -> tuple[float, int, int]:
         items = [Put(records.note_item(n)) for n in notes]
         for start in range(0, len(items), MAX_OPS_PER_COMMIT):
             store.commit(items[start : start + MAX_OPS_PER_COMMIT])
-        brief.for_task(ctx, alice, task.id)  # warm-up
-        times = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            out = brief.for_task(ctx, alice, task.id)
-            times.append((time.perf_counter() - started) * 1000)
-        return statistics.median(times), len(json.dumps(out, separators=(",", ":"))), len(out["notes"])
+        ms, out = timed_brief(ctx, alice, task.id, repeat)
+        return ms, len(json.dumps(out, separators=(",", ":"))), len(out["notes"])
     finally:
         store.close()
 
@@ -95,13 +103,8 @@ def measure_decisions(count: int, repeat: int, tmp: Path) -> tuple[float, int]:
         ).task
         for i in range(count):
             decisions.log(ctx, alice, "bench", title=f"Decision {i} on the cache", body=DECISION * 4)
-        brief.for_task(ctx, alice, task.id)  # warm-up
-        times = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            out = brief.for_task(ctx, alice, task.id)
-            times.append((time.perf_counter() - started) * 1000)
-        return statistics.median(times), len(out["decisions"])
+        ms, out = timed_brief(ctx, alice, task.id, repeat)
+        return ms, len(out["decisions"])
     finally:
         store.close()
 
