@@ -117,12 +117,11 @@ def serve(options: ServeOptions) -> None:
     from taskgate.store.sqlite import SQLiteStore
 
     token, token_path = configure(options)
-    if options.store == "sqlite":
+    ctx = runtime.context()  # opens (and migrates) the store before the first request
+    if isinstance(ctx.store, SQLiteStore):
         # Every revocation goes through this process (its REST API and board): a key cache can
         # be exact here (service/key_cache.py). Not with DynamoDB, which other processes share.
         key_cache.enable()
-    ctx = runtime.context()  # opens (and migrates) the store before the first request
-    if isinstance(ctx.store, SQLiteStore):
         ctx.store.checkpoint_in_background()
     # Finish what a crash of the last run left half-done (cascades, lapsed leases) before
     # serving; afterwards the sweeper thread keeps at it.
