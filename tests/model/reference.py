@@ -179,6 +179,16 @@ class Task:
     lapsed_from: tuple[str, str | None, int, int, tuple[tuple[str | None, bool], ...]] | None = None
 
 
+def _need_live_claim(t: Task, token: int | None, chk: Checks) -> None:
+    """A holder's write needs the token of the claim that runs now (it stops working the instant
+    the claim ends)."""
+    chk.need(
+        t.status == CLAIMED and t.claim is not None and token is not None and t.claim.token == token,
+        "E_STALE_CLAIM",
+        "the claim ended",
+    )
+
+
 @dataclass
 class Model:
     project: str = "demo"
@@ -535,11 +545,7 @@ class Model:
         instant the claim ends (release, failure, expiry, submit, cancel)."""
         t = self._find(label, chk)
         if t is not None:
-            chk.need(
-                t.status == CLAIMED and t.claim is not None and token is not None and t.claim.token == token,
-                "E_STALE_CLAIM",
-                "the claim ended",
-            )
+            _need_live_claim(t, token, chk)
         chk.done()
         assert t is not None
         self._touch(t)
@@ -550,11 +556,7 @@ class Model:
         _, chk = self._start(c)
         t = self._find(label, chk)
         if t is not None:
-            chk.need(
-                t.status == CLAIMED and t.claim is not None and token is not None and t.claim.token == token,
-                "E_STALE_CLAIM",
-                "the claim ended",
-            )
+            _need_live_claim(t, token, chk)
         chk.done()
         assert t is not None and t.claim is not None
         self._touch(t)
