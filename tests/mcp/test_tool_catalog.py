@@ -83,3 +83,24 @@ def test_no_output_schema_exposes_claim_secrets(tools: dict[str, Tool]) -> None:
     for tool in tools.values():
         assert "token_hash" not in str(tool.output_schema), tool.name
         assert "key_hash" not in str(tool.output_schema), tool.name
+
+
+def test_update_task_status_offers_every_place_a_human_move_goes(tools: dict[str, Tool]) -> None:
+    """The status a delegated update_task may ask for: exactly the targets of the lifecycle
+    table's human rows, each explained to a model that has never seen taskgate."""
+    from taskgate.domain.lifecycle import TABLE, Who
+
+    targets = {m.target.value for m in TABLE if m.who is Who.HUMAN}
+    prop = tools["update_task"].input_schema["properties"]["status"]
+    enum = next(o for o in prop["anyOf"] if "enum" in o)["enum"]
+    assert set(enum) == targets
+    for target in targets:
+        assert f"'{target}'" in prop["description"], target
+    description = tools["update_task"].description or ""
+    for needed in ("on_behalf_of", "E_SELF_ACCEPT", "E_FORBIDDEN", "report_failure(kind='spec_gap')"):
+        assert needed in description, needed
+    for name in ("criteria", "spec_criteria"):
+        assert (
+            "fixed once work can start"
+            in tools["update_task"].input_schema["properties"][name]["description"]
+        )

@@ -157,3 +157,53 @@ def test_rank_scores_as_bm25_defines_them_when_texts_repeat_across_calls() -> No
         assert got.keys() == want.keys()
         for doc_id, score in want.items():
             assert abs(got[doc_id] - score) < 1e-9
+
+
+# -- criteria changed after work began (issue 16, item 1) ---------------------------------------
+
+
+def test_a_criteria_change_names_what_was_removed_and_added_by_what_it_asks() -> None:
+    from taskgate.domain.models import CriterionKind
+    from taskgate.domain.specs import CHANGE_LABELS, criteria_change
+
+    unit = Criterion(id="AC-p-1.1", text="unit", kind=CriterionKind.TEST, verify_ref="tests.t.test_unit")
+    slow = Criterion(id="AC-p-1.2", text="slow", kind=CriterionKind.TEST, verify_ref="tests.t.test_slow")
+    docs = Criterion(id="AC-p-1.1", text="documented")
+    # Renumbered but asking the same: no change.
+    same = criteria_change(
+        [unit], [unit.model_copy(update={"id": "AC-p-1.9"})], after_attempt=1, by="h", at=T0
+    )
+    assert same is None
+    change = criteria_change([unit, slow], [unit, docs], after_attempt=2, by="human:a", at=T0)
+    assert change is not None
+    assert change.after_attempt == 2 and change.by == "human:a"
+    assert change.removed == ["AC-p-1.2 (test): tests.t.test_slow"]
+    assert change.added == ["AC-p-1.1 (review): documented"]
+    many = [Criterion(id=f"AC-p-1.{i}", text=f"c{i}" + "x" * 400) for i in range(30)]
+    big = criteria_change(many, [], after_attempt=1, by="h", at=T0)
+    assert big is not None and len(big.removed) == CHANGE_LABELS + 1
+    assert big.removed[-1].startswith("and 20 more")
+    assert all(len(label) <= 160 for label in big.removed)
+
+
+def test_the_brief_says_the_criteria_changed_and_keeps_saying_it_when_cut() -> None:
+    from taskgate.domain.models import CriteriaChange
+
+    change = CriteriaChange(after_attempt=1, by="human:a", at=T0, removed=["AC-p-1.2 (test): t"], added=[])
+    b = _build(task=_task(criteria_changes=[change]))
+    assert b["criteria_changes"] == [
+        {"after_attempt": 1, "by": "human:a", "removed": ["AC-p-1.2 (test): t"], "added": []}
+    ]
+    assert _build()["criteria_changes"] == []
+    # Under pressure the change may be left out, but `omitted` then says one was.
+    huge = [
+        CriteriaChange(
+            after_attempt=i, by="human:a", at=T0, removed=[f"AC-p-1.{i} (review): " + "y" * 150] * 10
+        )
+        for i in range(5)
+    ]
+    crowded = _build(task=_task(criteria_changes=huge, description="d" * 5000))
+    assert len(json.dumps(crowded, separators=(",", ":"))) <= briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
+    shown = len(crowded["criteria_changes"])  # type: ignore[arg-type]
+    assert shown < 5
+    assert crowded["omitted"]["criteria changes"] == 5 - shown  # type: ignore[index]

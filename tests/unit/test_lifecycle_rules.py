@@ -133,3 +133,27 @@ def test_a_move_that_does_not_depend_on_the_project_lands_alike_whatever_its_set
             ), (source, action, outcomes)
         else:
             assert len(outcomes) > 1 or any(o[0] == "refused" for o in outcomes), (source, action, outcomes)
+
+
+# -- a human's move asked for as a status (update_task(status), issue 16 item 5) ----------------
+
+
+def test_a_human_move_is_found_by_where_it_goes() -> None:
+    from taskgate.domain.lifecycle import Who, human_move
+
+    human_rows = [m for m in TABLE if m.who is Who.HUMAN]
+    pairs = {(m.source, m.target) for m in human_rows}
+    assert len(pairs) == len({(m.source, m.target, m.action) for m in human_rows})  # one action per pair
+    for m in human_rows:
+        assert m.source is not None
+        assert human_move(m.source, m.target) is m.action
+    assert human_move(Status.NEEDS_HUMAN, Status.READY) is Action.REQUEUE
+    assert human_move(Status.NEEDS_HUMAN, Status.BACKLOG) is Action.REVISE_SPEC
+    assert human_move(Status.VERIFIED, Status.READY) is Action.REOPEN
+    for source, target in itertools.product(Status, Status):
+        if (source, target) in pairs:
+            continue
+        with pytest.raises(TaskgateError) as refused:
+            human_move(source, target)
+        assert refused.value.code is ErrorCode.WRONG_STATE
+        assert refused.value.current_status == source.value

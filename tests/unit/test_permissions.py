@@ -6,7 +6,7 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import AgentRole, Risk, VerifierKind
-from taskgate.domain.permissions import RULES, Op, Role, authorize
+from taskgate.domain.permissions import BOARD_ONLY, CRITERIA_HINT, RULES, Op, Role, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind, acting, human
 
 EXEC = Principal(PrincipalKind.AGENT, "bob", "k1", role=AgentRole.EXECUTOR, delegations=("human:alice",))
@@ -78,3 +78,48 @@ def test_key_scope_limits_projects() -> None:
 def test_every_op_has_a_rule() -> None:
     assert set(RULES) == set(Op)
     assert all(RULES[op] <= set(Role) for op in Op)
+
+
+# -- the goalposts: a task's criteria (issue 16, item 1) ---------------------------------------
+
+
+def test_the_table_gives_criteria_to_humans_and_architects_only() -> None:
+    assert RULES[Op.CHANGE_CRITERIA] == {Role.HUMAN, Role.ARCHITECT}
+    assert Op.CHANGE_CRITERIA in BOARD_ONLY  # never a delegated agent
+    assert RULES[Op.SET_STATUS] == {Role.HUMAN}
+
+
+@pytest.mark.parametrize("draft", [False, True])
+def test_criteria_change_only_by_a_human_or_an_architect_on_a_draft(draft: bool) -> None:
+    assert _may(acting(human("alice")), Op.CHANGE_CRITERIA, spec_draft=draft)
+    assert _may(acting(ARCH), Op.CHANGE_CRITERIA, spec_draft=draft) is draft
+    for p in (EXEC, SCOPED, LOCAL, REVIEWER):
+        assert not _may(acting(p), Op.CHANGE_CRITERIA, spec_draft=draft)
+    # A delegated key has the human's permissions, but not this one: it may claim the task next.
+    assert not _may(acting(EXEC, on_behalf_of="human:alice"), Op.CHANGE_CRITERIA, spec_draft=draft)
+    delegated_arch = Principal(
+        PrincipalKind.AGENT, "ann", "k6", role=AgentRole.ARCHITECT, delegations=("human:alice",)
+    )
+    assert not _may(acting(delegated_arch, on_behalf_of="human:alice"), Op.CHANGE_CRITERIA, spec_draft=draft)
+
+
+def test_a_refused_criteria_change_tells_the_agent_what_to_do_instead() -> None:
+    with pytest.raises(TaskgateError) as refused:
+        authorize(Op.CHANGE_CRITERIA, acting(EXEC), project="demo")
+    assert refused.value.code is ErrorCode.FORBIDDEN
+    assert "fixed once work can start" in refused.value.message
+    assert refused.value.hint == CRITERIA_HINT
+    assert "report_failure(kind='spec_gap'" in refused.value.hint
+    with pytest.raises(TaskgateError) as architect:
+        authorize(Op.CHANGE_CRITERIA, acting(ARCH), project="demo", spec_draft=False)
+    assert "no draft spec" in architect.value.message and architect.value.hint == CRITERIA_HINT
+
+
+def test_only_humans_and_delegated_agents_set_a_status() -> None:
+    assert _may(acting(human("alice")), Op.SET_STATUS)
+    assert _may(acting(EXEC, on_behalf_of="human:alice"), Op.SET_STATUS)
+    for p in (EXEC, ARCH, LOCAL, REVIEWER):
+        with pytest.raises(TaskgateError) as refused:
+            authorize(Op.SET_STATUS, acting(p), project="demo")
+        assert refused.value.code is ErrorCode.FORBIDDEN
+        assert "on_behalf_of" in refused.value.hint and "report_failure" in refused.value.hint

@@ -19,6 +19,7 @@ from taskgate.domain.models import (
     Attempt,
     Credential,
     CredentialKind,
+    CriteriaChange,
     Criterion,
     CriterionInput,
     Decision,
@@ -147,6 +148,7 @@ class TaskOut(Out):
     attempts_used: int
     attempts: list[Attempt]
     findings: list[Finding]
+    criteria_changes: list[CriteriaChange]
     claim: ClaimOut | None
     live_run: str | None
     verifier_errors_in_row: int

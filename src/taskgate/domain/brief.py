@@ -115,6 +115,12 @@ def build(
             }
             for c in criteria
         ],
+        # Criteria changed after work on the task began: earlier attempts, findings and notes
+        # may speak of criteria no longer held, or not know of new ones.
+        "criteria_changes": [
+            {"after_attempt": ch.after_attempt, "by": ch.by, "removed": ch.removed, "added": ch.added}
+            for ch in task.criteria_changes
+        ],
         "verification_commands": list(
             task.verification_commands
             if task.verification_commands is not None
@@ -277,6 +283,7 @@ def fit(brief: dict[str, Any], budget_chars: int, omitted: dict[str, int], clipp
     cut_list("notes", "notes", from_end=False)
     cut_list("previous_attempts", "previous attempts", from_end=False, keep=1)
     cut_list("findings", "findings", from_end=False, keep=1)
+    cut_list("criteria_changes", "criteria changes", from_end=False, keep=1)  # the newest stays
     cut_list("conventions", "conventions", from_end=True)
     cut_list("decisions", "spec decisions", from_end=True)
     shrink(("spec", "body"), "spec body")
@@ -284,6 +291,7 @@ def fit(brief: dict[str, Any], budget_chars: int, omitted: dict[str, int], clipp
     cut_list("previous_attempts", "previous attempts", from_end=False)
     cut_list("findings", "findings", from_end=False)
     cut_list("dependencies", "dependencies", from_end=True)
+    cut_list("criteria_changes", "criteria changes", from_end=False)  # `omitted` still says so
     shrink_each("criteria", "text", CRITERION_SHORT_CHARS, "criterion text")
     cut_list("verification_commands", "verification commands", from_end=True)
     cut_dict(brief["verifier_checks"], "checks", "verifier checks")

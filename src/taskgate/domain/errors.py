@@ -61,15 +61,21 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 class TaskgateError(Exception):
     """A refusal with a stable code. Raised by rules and services; never means a partial write."""
 
-    def __init__(self, code: ErrorCode, message: str, *, current_status: str | None = None) -> None:
+    def __init__(
+        self, code: ErrorCode, message: str, *, current_status: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.current_status = current_status
+        self._hint = hint
 
     @property
     def hint(self) -> str:
-        return HINTS[self.code]
+        """What an agent should do next: the refusal's own advice where the code's general one
+        would send it the wrong way (a refused criteria change: say the criterion is wrong,
+        do not ask for another role), else the code's."""
+        return self._hint or HINTS[self.code]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code.value, "message": self.message}

@@ -168,6 +168,25 @@ def find_move(source: Status | None, action: Action, *, verification_on: bool = 
     )
 
 
+def human_move(source: Status, target: Status) -> Action:
+    """The human's action that takes a task from `source` to `target` (update_task(status)):
+    the table's human row from there to there (each such pair has one), or E_WRONG_STATE naming
+    where a human can take the task from `source`. Guards are not looked at here: the move's
+    own find_move applies them (accept while verification is on, ...)."""
+    rows = {m.action for m in TABLE if m.who is Who.HUMAN and m.source == source and m.target == target}
+    if len(rows) > 1:
+        raise AssertionError(f"two human moves from {source.value} to {target.value}: {sorted(rows)}")
+    if rows:
+        return rows.pop()
+    there = sorted({m.target.value for m in TABLE if m.who is Who.HUMAN and m.source == source})
+    raise TaskgateError(
+        ErrorCode.WRONG_STATE,
+        f"no human move takes a task from {source.value} to {target.value}; from {source.value} a "
+        f"human can move it to {', '.join(there) if there else 'nothing (it is final)'}",
+        current_status=source.value,
+    )
+
+
 def depends_on_project(source: Status | None, action: Action) -> bool:
     """Whether the project's settings can change where (source, action) goes: a row chosen by
     the verification switch, or a landing in ready that may find the attempts used up (the

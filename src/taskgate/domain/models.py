@@ -213,6 +213,18 @@ class Finding(Record):
     self_report_mismatch: list[str] = Field(default_factory=list)
 
 
+class CriteriaChange(Record):
+    """A change of a task's criteria made after work on it began: the next attempt's brief
+    says what changed since the attempts it reads about. The task's history keeps the whole
+    before and after; this keeps short labels (domain/specs.criteria_change)."""
+
+    after_attempt: int  # the task's last attempt when the change was made
+    by: str
+    at: datetime
+    removed: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+
+
 class Task(Record):
     id: str  # <project>-<n>
     project: str
@@ -234,6 +246,7 @@ class Task(Record):
     attempts_used: int = 0
     attempts: list[Attempt] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
+    criteria_changes: list[CriteriaChange] = Field(default_factory=list)  # the newest few, oldest first
     claim: Claim | None = None
     live_run: str | None = None
     verifier_errors_in_row: int = 0

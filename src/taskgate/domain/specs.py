@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import criterion_id
-from taskgate.domain.models import Criterion, CriterionInput, CriterionKind, Spec, Task
+from taskgate.domain.models import CriteriaChange, Criterion, CriterionInput, CriterionKind, Spec, Task
+
+# A criteria change is kept on its task in short: the newest KEPT_CHANGES, each naming at most
+# CHANGE_LABELS criteria per side in at most LABEL_CHARS (the history event holds them whole).
+KEPT_CHANGES = 5
+CHANGE_LABELS = 10
+LABEL_CHARS = 160
 
 
 def number_criteria(spec_number: int, given: list[CriterionInput]) -> list[Criterion]:
@@ -33,6 +40,39 @@ def criteria_of(task: Task, spec: Spec | None) -> list[Criterion]:
         wanted = set(task.spec_criteria) or {c.id for c in spec.criteria}
         held = [c for c in spec.criteria if c.id in wanted]
     return held + list(task.criteria)
+
+
+def _label(c: Criterion) -> str:
+    text = f"{c.id} ({c.kind.value}): {c.verify_ref or c.text}"
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1].rstrip() + "…"
+
+
+def _labels(criteria: list[Criterion]) -> list[str]:
+    shown = [_label(c) for c in criteria[:CHANGE_LABELS]]
+    if len(criteria) > CHANGE_LABELS:
+        shown.append(f"and {len(criteria) - CHANGE_LABELS} more (get_task's history has them all)")
+    return shown
+
+
+def criteria_change(
+    before: list[Criterion], after: list[Criterion], *, after_attempt: int, by: str, at: datetime
+) -> CriteriaChange | None:
+    """What an edit changed in the criteria a task must meet, or None if it changed none.
+    Criteria are compared by what they ask (kind, ref, text), not by id: a task's own criteria
+    are renumbered by every edit."""
+
+    def asks(c: Criterion) -> tuple[str, str | None, str]:
+        return (c.kind.value, c.verify_ref, c.text)
+
+    kept_before = {asks(c) for c in before}
+    kept_after = {asks(c) for c in after}
+    removed = [c for c in before if asks(c) not in kept_after]
+    added = [c for c in after if asks(c) not in kept_before]
+    if not removed and not added:
+        return None
+    return CriteriaChange(
+        after_attempt=after_attempt, by=by, at=at, removed=_labels(removed), added=_labels(added)
+    )
 
 
 def checkable_refs(criteria: Iterable[Criterion]) -> set[tuple[str, str]]:

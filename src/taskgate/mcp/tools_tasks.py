@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -105,6 +105,16 @@ def create_task(
     return views.TaskWritten(task=views.task(written.task), warnings=written.warnings)
 
 
+# The statuses a human's move can reach (the lifecycle table's human rows; a unit test holds
+# this list to the table).
+StatusMove = Literal["ready", "blocked", "backlog", "needs_verification", "done", "cancelled"]
+
+FIXED_CRITERIA = (
+    " Acceptance criteria are fixed once work can start: only a human (on the board) changes them, "
+    "or an architect key while the task's spec is still a draft; anyone else is refused E_FORBIDDEN."
+)
+
+
 @tool("Update a task")
 def update_task(
     task_id: TaskId,
@@ -113,19 +123,80 @@ def update_task(
     priority: Annotated[
         int | None, Field(description="New priority; omit to keep.", ge=PRIORITY_MIN, le=PRIORITY_MAX)
     ] = None,
-    criteria: OwnCriteria = None,
-    spec_criteria: SpecCriteria = None,
+    criteria: Annotated[
+        list[CriterionInput] | None,
+        Field(
+            description="Replaces the task's own acceptance criteria, each {text, kind, verify_ref}."
+            + FIXED_CRITERIA,
+            max_length=100,
+        ),
+    ] = None,
+    spec_criteria: Annotated[
+        list[str] | None,
+        Field(
+            description="Replaces which of its spec's criteria the task holds, e.g. ['AC-3.1']."
+            + FIXED_CRITERIA,
+            max_length=100,
+        ),
+    ] = None,
     verification_commands: Annotated[
         Lines | None, Field(description="Replaces the task's verification commands; omit to keep.")
+    ] = None,
+    blocked_by: Annotated[
+        list[TaskId] | None,
+        Field(
+            description="Tasks this one waits for. With status 'blocked': what a needs_human task "
+            "now waits for. Without status: replaces the task's blockers (a ready task given an "
+            "unfinished one becomes blocked).",
+            max_length=100,
+        ),
+    ] = None,
+    status: Annotated[
+        StatusMove | None,
+        Field(
+            description="Only for a move a human asked you to make for them, with on_behalf_of and "
+            "nothing else to edit: 'cancelled' cancels; 'ready' reopens submitted, verified or done "
+            "work (needs findings) or requeues a needs_human task; 'blocked' makes a needs_human "
+            "task wait for blocked_by; 'backlog' sends a needs_human task's spec back to draft; "
+            "'needs_verification' has a needs_human task verified again; 'done' accepts low-risk "
+            "submitted work. Never for your own work: that moves by claim_task, submit_task, "
+            "report_failure, escalate and release_task."
+        ),
+    ] = None,
+    findings: Annotated[
+        Lines | None,
+        Field(
+            description="With status 'ready' for submitted, verified or done work: what the next "
+            "attempt must fix (at least one line)."
+        ),
+    ] = None,
+    note: Annotated[
+        ShortText | None,
+        Field(
+            description="With status 'cancelled', 'ready' (a requeue), 'blocked', 'backlog' or "
+            "'needs_verification': why, for the task's history."
+        ),
     ] = None,
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
 ) -> views.TaskWritten:
-    """Edit a task nobody is working on (status backlog, ready, blocked or needs_human).
+    """Edit a task nobody is working on (status backlog, ready, blocked or needs_human): title,
+    description, priority, blockers, verification commands. Lists you pass replace the current
+    ones. Returns the task and any warnings.
 
-    Status is never set here: it moves only through claim_task, submit_task and the other
-    lifecycle tools, or a human on the board. Lists you pass replace the current ones. Returns
-    the task and any warnings.
+    Acceptance criteria are the bar the work is verified against, and they are fixed once work
+    can start: only a human changes them (on the board), or an architect key while the task's
+    spec is still a draft. If a criterion is wrong or cannot be met, do not try to change it:
+    claim the task and call report_failure(kind='spec_gap'), or escalate with a question.
+
+    status is never for your own work, which moves by claim_task, submit_task, report_failure,
+    escalate and release_task. It makes a human's move (cancel, reopen, requeue, block, revise,
+    verify again, accept low risk) for them, only when a human explicitly asked you to in this
+    conversation and delegated to your key: pass on_behalf_of='human:<name>' and status, with
+    its findings, blocked_by or note. Refused with E_FORBIDDEN without on_behalf_of or the
+    human's delegation, and for medium or high risk acceptance (a human accepts those on the
+    board); refused with E_SELF_ACCEPT on any task your key claimed or submitted. The task's
+    history records you and the human.
     """
     acting = who(agent_id, on_behalf_of)
     written = tasks.update(
@@ -138,6 +209,10 @@ def update_task(
         criteria=criteria,
         spec_criteria=spec_criteria,
         verification_commands=verification_commands,
+        blocked_by=blocked_by,
+        status=status,
+        findings=findings,
+        note=note,
     )
     return views.TaskWritten(task=views.task(written.task), warnings=written.warnings)
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain.models import (
     Attempt,
+    CriteriaChange,
     Criterion,
     Decision,
     ExecutionDefaults,
@@ -86,6 +87,9 @@ class TaskView(View):
     max_attempts: int | None
     attempts: list[Attempt]
     findings: list[Finding]
+    criteria_changes: list[CriteriaChange] = Field(
+        description="Changes of the criteria made after work on the task began, oldest first"
+    )
     claim: ClaimView | None
     created_by: str
     created_at: datetime
@@ -266,6 +270,7 @@ def task(t: Task) -> TaskView:
         max_attempts=t.max_attempts,
         attempts=t.attempts,
         findings=t.findings,
+        criteria_changes=t.criteria_changes,
         claim=claim,
         created_by=t.created_by,
         created_at=t.created_at,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
@@ -22,9 +23,9 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, actor_id
-from taskgate.domain.specs import criteria_of, numbered
+from taskgate.domain.specs import KEPT_CHANGES, criteria_change, criteria_of, numbered
 from taskgate.domain.spread import spread
-from taskgate.service import cascades, counters, records, refs, requests
+from taskgate.service import cascades, counters, human_moves, records, refs, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task, storable
 from taskgate.service.offers import OFFERS
@@ -61,11 +62,15 @@ def _resolve_spec(ctx: Context, project: str, spec_id: str | None, spec_criteria
             raise invalid("spec_criteria needs spec_id")
         return None
     spec = ctx.spec(project, spec_id)
+    _check_spec_criteria(spec, spec_criteria)
+    return spec
+
+
+def _check_spec_criteria(spec: Spec, spec_criteria: list[str]) -> None:
     known = {c.id for c in spec.criteria}
     unknown = [c for c in spec_criteria if c not in known]
     if unknown:
-        raise invalid(f"{', '.join(unknown)} not in {spec_id} (it has {', '.join(sorted(known))})")
-    return spec
+        raise invalid(f"{', '.join(unknown)} not in {spec.id} (it has {', '.join(sorted(known))})")
 
 
 def create(
@@ -226,19 +231,49 @@ def update(
     spec_criteria: list[str] | None = None,
     verification_commands: list[str] | None = None,
     blocked_by: list[str] | None = None,
-    status: str | None = None,
+    status: Status | str | None = None,
+    findings: list[str] | None = None,
+    note: str | None = None,
 ) -> Written:
     """Edit a task that nobody is working on. Status is never written directly: it moves only
-    by the lifecycle's actions. The one edit that moves it is `blocked_by`: a ready task given an
-    unfinished blocker becomes blocked, a blocked task left with none becomes ready, in the same
-    commit as the edit (guarded on the blockers it was decided from)."""
+    by the lifecycle's actions. A `status` asks for a human's move to it (human_moves.py), alone
+    (with the move's findings, blocked_by or note). The one edit that moves it is `blocked_by`:
+    a ready task given an unfinished blocker becomes blocked, a blocked task left with none
+    becomes ready, in the same commit as the edit (guarded on the blockers it was decided from).
+
+    Criteria (the task's own, or which of its spec's it holds) are the goalposts: only a human
+    changes them, or an architect while the task's spec is a draft (permissions.CHANGE_CRITERIA).
+    A change after work on the task began is kept on the task for the next brief, and the
+    history event holds the criteria before and after."""
     project, _ = parse_task_id(tid)
-    authorize(Op.UPDATE_TASK, who, project=project)
     if status is not None:
-        raise TaskgateError(
-            ErrorCode.FORBIDDEN,
-            "status is not written directly; humans use accept, reopen, cancel or resolve on the board",
+        edits = {
+            "title": title,
+            "description": description,
+            "priority": priority,
+            "criteria": criteria,
+            "spec_criteria": spec_criteria,
+            "verification_commands": verification_commands,
+        }
+        given_edits = sorted(k for k, v in edits.items() if v is not None)
+        if given_edits:
+            authorize(Op.SET_STATUS, who, project=project)  # an agent's answer is the same either way
+            raise invalid(
+                f"status goes alone (with findings, blocked_by or note for its move); "
+                f"send {', '.join(given_edits)} in a call of its own"
+            )
+        moved = human_moves.move_to(
+            ctx, who, tid, status, findings=findings, blocked_by=blocked_by, note=note
         )
+        return Written(moved)
+    authorize(Op.UPDATE_TASK, who, project=project)
+    if findings is not None or note is not None:
+        raise invalid("findings and note go with a status move (reopen, cancel, resolve)")
+    edits_criteria = criteria is not None or spec_criteria is not None
+    if edits_criteria:
+        # Refused before anything is read when no spec state could allow it (an executor, a
+        # delegated key); an architect's answer depends on the spec, read below.
+        authorize(Op.CHANGE_CRITERIA, who, project=project, spec_draft=True)
     if priority is not None:
         _check_priority(priority)
     if title is not None and not title.strip():
@@ -255,6 +290,14 @@ def update(
                 f"{tid} is {old.status.value}; it can be edited only in backlog, ready, blocked or needs_human",
                 current_status=old.status.value,
             )
+        spec = ctx.spec(project, old.spec_id) if old.spec_id else None
+        if edits_criteria:
+            authorize(
+                Op.CHANGE_CRITERIA,
+                who,
+                project=project,
+                spec_draft=spec is not None and spec.status is SpecStatus.DRAFT,
+            )
         given = {
             "title": title,
             "description": description,
@@ -262,10 +305,10 @@ def update(
             "verification_commands": verification_commands,
         }
         changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        spec = _resolve_spec(ctx, project, old.spec_id, spec_criteria or []) if old.spec_id else None
         if spec_criteria is not None:
-            if old.spec_id is None:
+            if spec is None:
                 raise invalid("spec_criteria needs a task linked to a spec")
+            _check_spec_criteria(spec, spec_criteria)
             changes["spec_criteria"] = spec_criteria
         if criteria is not None:
             changes["criteria"] = _own_criteria(tid, criteria)
@@ -289,20 +332,44 @@ def update(
             raise TaskgateError(
                 ErrorCode.EMPTY_CRITERIA, "a task must keep at least one acceptance criterion"
             )
-        edited_criteria = "criteria" in changes or "spec_criteria" in changes
-        indexed = refs.for_task(ctx, new, spec, list_it=True) if edited_criteria else refs.TaskRefs()
-        if edited_criteria and spec is not None:  # the warning and the index follow the spec as read
+        indexed = refs.for_task(ctx, new, spec, list_it=True) if edits_criteria else refs.TaskRefs()
+        if edits_criteria and spec is not None:  # the warning, the index and the right to edit
             guards.append(Check(*records.spec_key(project, spec.number), spec.version))
         warnings = indexed.warnings
         detail: dict[str, Any] = {"fields": sorted(changes), "warnings": warnings or None}
+        if edits_criteria:
+            detail |= _criteria_detail(old, new, spec, who, now, changes)
         if action is not None:
             new, ev = move(old, ctx.project(project), action, who, now, changes=changes, **detail)
         else:
+            new = new.model_copy(update=changes)
             ev = event(who, "updated", project=project, at=now, task=old, **detail)
         ctx.commit([put_task(old, new), put_event(ev), *guards, *indexed.ops])
         return Written(new.model_copy(update={"version": old.version + 1}), warnings)
 
     return ctx.retrying(attempt)
+
+
+def _criteria_detail(
+    old: Task, new: Task, spec: Spec | None, who: Acting, now: datetime, changes: dict[str, Any]
+) -> dict[str, Any]:
+    """The criteria the task must meet before and after an edit, for its history; and, when
+    the task has had an attempt and the edit changed what it asks, the short record the next
+    brief shows (put into `changes`)."""
+    before, after = criteria_of(old, spec), criteria_of(new, spec)
+    last = old.current_attempt()
+    change = (
+        criteria_change(before, after, after_attempt=last.number, by=who.actor, at=now)
+        if last is not None
+        else None
+    )
+    if change is not None:
+        changes["criteria_changes"] = [*old.criteria_changes, change][-KEPT_CHANGES:]
+    return {
+        "criteria_before": [c.model_dump(mode="json", exclude_none=True) for c in before],
+        "criteria_after": [c.model_dump(mode="json", exclude_none=True) for c in after],
+        "criteria_changed_after_attempt": change.after_attempt if change is not None else None,
+    }
 
 
 def get(ctx: Context, who: Acting, tid: str) -> Task:
