@@ -139,6 +139,8 @@ REVIEW_ACTIONS = [
     "resolve",
     "resolve",
     "status",
+    "status",
+    "status",
 ]
 BOARD_ACTIONS = [
     "max_attempts",
@@ -150,6 +152,27 @@ BOARD_ACTIONS = [
     "revoke",
 ]
 LOOK_ACTIONS = ["sweep", "get_task", "get_task", "list_tasks", "list_tasks"]
+# update_task(status): where a human's move may go, and the statuses worth drawing a task from.
+STATUS_TARGETS = [
+    "ready",
+    "ready",
+    "blocked",
+    "backlog",
+    "needs_verification",
+    "done",
+    "cancelled",
+    "claimed",
+]
+STATUS_FROM = {
+    "ready": ("needs_verification", "verified", "done", "needs_human"),
+    "blocked": ("needs_human",),
+    "backlog": ("needs_human",),
+    "needs_verification": ("needs_human",),
+    "done": ("needs_verification", "verified"),
+    "cancelled": ("ready", "claimed", "needs_human", "blocked", "backlog"),
+    "claimed": ("ready",),  # never a human's move: refused whoever asks
+}
+WHO_EDIT = ["alice", "arch", "arch", "e1", "d1@alice", "v1", "scoped", "alice"]
 
 task_ix = st.integers(min_value=0, max_value=400).map(lambda x: x - 1 if x < 2 else x)  # -1: no such task
 spec_ix = st.integers(min_value=0, max_value=100).map(lambda x: x - 1 if x < 2 else x)
@@ -838,16 +861,7 @@ class ModelMachine(RuleBasedStateMachine):
             self._accept_batch(c, [] if bad else [i, *more], focus)
             return
         if action == "status":
-            if self.model._is_human(c):
-                return  # a human's status write is a board move; only agents' refusals are drawn
-            t = self.pick(i, focus, "claimed", "ready")
-            self.step(
-                "update_task(status)",
-                c,
-                lambda m: m.write_status(c, t),
-                lambda: tasks.update(self.ctx, self.act(c), self.tid(t), status="done"),
-                target=t,
-            )
+            self._set_status(c, i, focus, bad, nb, bi)
             return
         wanted = {
             "accept": ("needs_verification", "verified"),
@@ -856,6 +870,63 @@ class ModelMachine(RuleBasedStateMachine):
             "resolve": ("needs_human",),
         }[action]
         self._review(action, c, self.pick(i, focus, *wanted), how, bad, nb, bi)
+
+    def _set_status(self, c: ref.Caller, i: int, focus: bool, bad: bool, nb: int, bi: int) -> None:
+        """update_task(status): a human's move asked for by where it goes, with the arguments
+        that move takes. Mostly a target a human move could reach from the task's status; `bad`
+        draws any target and swaps findings in or out where they do not belong."""
+        t = self.pick(i, focus, *{s for froms in STATUS_FROM.values() for s in froms})
+        mt = self.model.tasks[t] if t < len(self.model.tasks) else None
+        options = [to for to, froms in STATUS_FROM.items() if mt is not None and mt.status in froms]
+        drawn_from = options if options and not bad else STATUS_TARGETS
+        target = drawn_from[bi % len(drawn_from)]
+        reopening = target == "ready" and mt is not None and mt.status != ref.NEEDS_HUMAN
+        findings = reopening != bad
+        blocked = self.blockers(nb, bi, t) if target == "blocked" else []
+        note = not reopening and target != "done"
+        self.step(
+            f"update_task(status={target})",
+            c,
+            lambda m: m.set_status(c, t, target, findings=findings, blocked_by=blocked, note=note),
+            lambda: tasks.update(
+                self.ctx,
+                self.act(c),
+                self.tid(t),
+                status=target,
+                findings=["missing test"] if findings else None,
+                blocked_by=[self.tid(b) for b in blocked] or None,
+                note="asked on the board" if note else None,
+            ),
+            target=t,
+        )
+
+    @rule(who=st.sampled_from(WHO_EDIT), i=task_ix, focus=focus_, own=st.sampled_from(OWN_KINDS))
+    def edit_criteria(self, who: str, i: int, focus: bool, own: tuple[str, ...]) -> None:
+        """update_task with criteria: a spec's task names all its spec's criteria (what is
+        verified stays the same), a task of its own gets new criteria of the drawn kinds."""
+        if self.diverged:
+            return  # this example ended at a divergence (record mode)
+        c = _caller(who)
+        t = self.pick(i, focus, "backlog", "ready", "blocked", "needs_human")
+        mt = self.model.tasks[t] if t < len(self.model.tasks) else None
+        if mt is not None and mt.spec is not None:
+            spec = self.ctx.spec(PROJECT, self.sid(mt.spec))
+            ids = [cr.id for cr in spec.criteria]
+            self.step(
+                "update_task(spec_criteria)",
+                c,
+                lambda m: m.edit_criteria(c, t, own_kinds=None),
+                lambda: tasks.update(self.ctx, self.act(c), self.tid(t), spec_criteria=ids),
+                target=t,
+            )
+            return
+        self.step(
+            "update_task(criteria)",
+            c,
+            lambda m: m.edit_criteria(c, t, own_kinds=own),
+            lambda: tasks.update(self.ctx, self.act(c), self.tid(t), criteria=_criteria(own, "Own")),
+            target=t,
+        )
 
     def _review(self, action: str, c: ref.Caller, t: int, how: str, bad: bool, nb: int, bi: int) -> None:
         if action == "accept":

@@ -57,6 +57,25 @@ RISKS = ("low", "medium", "high")
 RISK_RANK = {r: i for i, r in enumerate(RISKS)}
 
 
+# The human moves by where they go (DESIGN.md section 3's table, rows a human makes): the
+# move update_task(status) makes, from the task's status to the one asked for.
+HUMAN_MOVES: dict[tuple[str, str], str] = {
+    (NEEDS_VERIFICATION, DONE): "accept",
+    (VERIFIED, DONE): "accept",
+    (NEEDS_VERIFICATION, READY): "reopen",
+    (VERIFIED, READY): "reopen",
+    (DONE, READY): "reopen",
+    (NEEDS_HUMAN, READY): "requeue",
+    (NEEDS_HUMAN, BLOCKED): "block",
+    (NEEDS_HUMAN, BACKLOG): "revise_spec",
+    (NEEDS_HUMAN, NEEDS_VERIFICATION): "reverify",
+    **{
+        (s, CANCELLED): "cancel"
+        for s in (BACKLOG, READY, CLAIMED, NEEDS_VERIFICATION, VERIFIED, BLOCKED, NEEDS_HUMAN)
+    },
+}
+
+
 class Refused(Exception):
     """The action is refused; any of `codes` is a right answer (each names a reason that applies).
 
@@ -603,13 +622,62 @@ class Model:
         t.errors_in_row = 0
         t.touched_by.add(c.key)
 
-    def write_status(self, c: Caller, label: int) -> None:
-        """Agents can't write status; only a human can (seed 001)."""
+    def edit_criteria(self, c: Caller, label: int, *, own_kinds: tuple[str, ...] | None) -> None:
+        """update_task(criteria | spec_criteria). DESIGN.md section 2: "A task's criteria and risk
+        are fixed once work can start on them: only a human (or an architect, while the spec is a
+        draft) changes them." `own_kinds`: new criteria of the task's own; None: which of its
+        spec's criteria it holds (the machine names them all, so what is verified stays the same)."""
+        key, chk = self._start(c)
+        chk.need(key.kind != "verifier", "E_FORBIDDEN", "verifiers do not edit tasks")
+        delegated = c.on_behalf_of is not None
+        human = key.kind == "human"
+        architect = key.kind == "agent" and key.role == "architect" and not delegated
+        # Silent on delegation: a delegated key may claim the task next, so criteria stay with
+        # the human on the board, like lowering a spec's risk (issue 16's choice).
+        chk.need(human or architect, "E_FORBIDDEN", "criteria: a human, or an architect on a draft")
+        t = self._find(label, chk)
+        if t is not None:
+            chk.need(
+                t.status in (BACKLOG, READY, BLOCKED, NEEDS_HUMAN),
+                "E_WRONG_STATE",
+                "someone is working on it",
+            )
+            if architect:
+                chk.need(self._spec_draft(t), "E_FORBIDDEN", "its spec is approved, or it has none")
+            if own_kinds is not None:
+                chk.need(bool(own_kinds), "E_EMPTY_CRITERIA", "a task keeps a criterion")
+        chk.done()
+        assert t is not None
+        self._touch(t)
+        if own_kinds is not None:
+            t.own_kinds = own_kinds
+
+    def set_status(
+        self, c: Caller, label: int, target: str, *, findings: bool, blocked_by: list[int], note: bool
+    ) -> None:
+        """Agents can't write status; only a human can (seed 001), through update_task or the
+        board, and an agent a human delegated to with on_behalf_of. The status names the move."""
         _, chk = self._start(c)
         chk.need(self._is_human(c), "E_FORBIDDEN", "agents do not write status")
-        self._find(label, chk)
+        t = self._find(label, chk)
+        how = HUMAN_MOVES.get((t.status, target)) if t is not None else None
+        if t is not None:
+            chk.need(how is not None, "E_WRONG_STATE", "no human move goes there")
+        if how is not None:
+            # Silent: arguments of another move are a mistake to point out, not to ignore.
+            chk.need(not findings or how == "reopen", "E_VALIDATION", "findings go with a reopen")
+            chk.need(not blocked_by or how == "block", "E_VALIDATION", "blocked_by goes with block")
+            chk.need(not note or how not in ("accept", "reopen"), "E_VALIDATION", "no note here")
         chk.done()
-        raise AssertionError("the machine sends status writes from agents only")
+        if how == "accept":
+            self.accept(c, label)
+        elif how == "reopen":
+            self.reopen(c, label, findings=findings)
+        elif how == "cancel":
+            self.cancel(c, label)
+        else:
+            assert how is not None
+            self.resolve(c, label, how, blocked_by=blocked_by)
 
     # ---- humans: accept, reopen, cancel, resolve -----------------------------------------
 

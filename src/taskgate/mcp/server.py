@@ -50,7 +50,8 @@ for you; keep the claim_token; the result includes the brief) -> work, calling
 heartbeat(task_id, claim_token) before the lease runs out -> submit_task(task_id, claim_token,
 commit_sha, evidence) and stop. get_next_tasks(project) only looks; claim_task(task_id=...) takes
 one particular task.
-If you cannot finish: report_failure, escalate (a human must decide) or release_task.
+If you cannot finish: report_failure, escalate (a human must decide) or release_task. A task's
+acceptance criteria are fixed once work can start: if one is wrong, report_failure(kind='spec_gap').
 Architects write specs (create_spec) and tasks (create_task); low-risk specs they may approve.
 Errors come back as JSON {code, message, hint}: follow the hint."""
 

@@ -283,7 +283,7 @@ def update(
         cascades.check_blockers(ctx, project, blocked_by, tid)
 
     def attempt() -> Written:
-        old = ctx.task(tid)
+        old = settle_expiry(ctx, ctx.task(tid))  # a lapsed claim is over, sweep or not
         if old.status not in UPDATABLE_STATUSES:
             raise TaskgateError(
                 ErrorCode.WRONG_STATE,
