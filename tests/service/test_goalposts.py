@@ -227,3 +227,16 @@ def test_status_is_refused_without_a_grant_on_own_work_and_for_medium_risk(world
     assert dump(w.store) == before
     # The human on the board still makes the same move in one step.
     assert review.accept(w.ctx, w.human, medium.id).status is Status.DONE
+
+
+def test_an_edit_settles_a_lapsed_lease_first(world: World) -> None:
+    """Expiry is enforced on every access: a task whose last claim lapsed is edited as what it
+    is now (here needs_human, its one attempt used), not refused as if still claimed."""
+    w = world
+    w.project()
+    bob = w.agent("bob")
+    c = w.claimed(bob, max_attempts=1)
+    w.clock.advance(minutes=31)
+    out = tasks.update(w.ctx, w.human, c.task.id, criteria=[CriterionInput(text="documented")])
+    assert out.task.status is Status.NEEDS_HUMAN
+    assert out.task.criteria_changes[-1].after_attempt == 1
