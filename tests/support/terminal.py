@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 # The child: become a session leader, open the pty by name (it becomes the controlling
 # terminal), then exec the command.
-_ACQUIRE = "import os, sys\nos.setsid()\nos.open(sys.argv[1], os.O_RDWR)\nos.execv(sys.argv[2], sys.argv[2:])\n"
+_ACQUIRE = (
+    "import os, sys\nos.setsid()\nos.open(sys.argv[1], os.O_RDWR)\nos.execv(sys.argv[2], sys.argv[2:])\n"
+)
 
 
 @dataclass
@@ -31,11 +33,15 @@ class Ran:
     terminal: str  # everything the command wrote to its terminal (the prompt, the echo)
 
 
-def no_terminal(argv: list[str], env: dict[str, str], timeout: float = 60.0) -> Ran:
+def no_terminal(
+    argv: list[str], env: dict[str, str], *, stdin: str | None = None, timeout: float = 60.0
+) -> Ran:
+    """`stdin`: text piped in (None: /dev/null), e.g. the very answer a prompt would want."""
     r = subprocess.run(
         argv,
         env=env,
-        stdin=subprocess.DEVNULL,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=timeout,
