@@ -326,6 +326,9 @@ def test_read_only_commands_work_without_a_terminal(bench: Bench) -> None:
         r = no_terminal([TASKGATE, *argv], bench.env)
         assert r.returncode == 0, (argv, r.stdout, r.stderr)
     assert (repo / "specs" / f"{spec['id']}.md").is_file()
+    # ... while in the same shell, the one next step that changes something is refused
+    r = no_terminal([TASKGATE, "verifier-config", "set", p, "--json"], bench.env, stdin=json.dumps(CONFIG))
+    _refused(r, "E_HUMAN_PRESENCE")
 
 
 def test_resolve_block_without_blockers_is_a_usage_error_before_any_question(bench: Bench) -> None:
@@ -338,15 +341,23 @@ def test_resolve_block_without_blockers_is_a_usage_error_before_any_question(ben
 
 
 def test_help_says_which_commands_need_a_person_at_the_terminal() -> None:
+    import contextlib
+    import io
     import subprocess
 
-    def helptext(*argv: str) -> str:
-        r = subprocess.run([TASKGATE, *argv, "--help"], capture_output=True, text=True, timeout=30)
-        assert r.returncode == 0
-        return " ".join(r.stdout.split())
+    from taskgate.cli import build_parser
 
-    top = helptext()
+    r = subprocess.run([TASKGATE, "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0
+    top = " ".join(r.stdout.split())
     assert "E_HUMAN_PRESENCE" in top and "taskgate board" in top
+
+    def helptext(*argv: str) -> str:  # the same parser, without a process per command
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            build_parser().parse_args([*argv, "--help"])
+        return " ".join(out.getvalue().split())
+
     person = "asks a person at the controlling terminal"
     for argv in [
         ("project", "create"),
@@ -365,6 +376,7 @@ def test_help_says_which_commands_need_a_person_at_the_terminal() -> None:
     for argv in [("project", "list"), ("key", "list"), ("task", "list"), ("task", "show"), ("board",)]:
         assert person not in helptext(*argv), argv
     assert "needs_human" in helptext("task", "resolve")
+    assert "accept, reopen, cancel, resolve (each asks a person at the terminal)" in top
 
 
 # -- path 4: key changes where a human looks ---------------------------------------------------

@@ -132,6 +132,7 @@ def test_an_event_committed_while_a_page_is_read_is_not_shown_twice(tmp_path: Pa
         w = World(store)
         _story(w)
         first_walk = [_label(e) for e in _walk(w, "a", 50)]
+        assert [x.split(":")[0] for x in first_walk] == ["*", "*", "a", "*", "a"]
         # Page 1 (limit 3) takes a's newest own event and two of "*": a's partition is split,
         # and a new own event lands between reading it and finding the cursor past the split.
         store.hook = lambda: _key(w, "late", ["a"])
@@ -177,9 +178,15 @@ def test_paging_while_keys_change_in_other_threads_shows_each_event_once(tmp_pat
         for t in threads:
             t.join()
         assert not errors, errors
-        # every write made it into a's history: 5 of the story, 2 writers x (keys + revocations)
+        # every write is in a's history: 5 of the story, 2 writers x (keys + revocations), half
+        # of them for every project
         revoked = len([i for i in range(WRITES) if i % 3 == 0])
-        assert len(project_history.page(w.ctx, "a", limit=1000, cursor=None)[0]) == 5 + 2 * (WRITES + revoked)
+        final = _walk(w, "a", 200)
+        assert len(final) == 5 + 2 * (WRITES + revoked)
+        everyone = [i for i in range(WRITES) if i % 2]
+        everyone_revoked = [i for i in everyone if i % 3 == 0]
+        shared = [e for e in final if e.project == project_history.ALL_PROJECTS]
+        assert len(shared) == 3 + 2 * (len(everyone) + len(everyone_revoked))
     finally:
         store.close()
 
