@@ -237,7 +237,7 @@ YES_HELP = (
 )
 RESOLUTIONS = {
     "requeue": "requeue: back to ready for another attempt",
-    "block": "block until {blocked_by} are done",
+    "block": "block it on {blocked_by}: ready again once that is done",
     "revise_spec": "back to backlog: its spec becomes a draft to revise and approve again",
     "reverify": "verify its last submission again",
     "cancel": "cancel it",
