@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from taskgate import __version__
+from taskgate import __version__, presence
 from taskgate.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, Client, resolve_token
 
 Out = Callable[[Any, str], None]
@@ -138,6 +138,12 @@ def cmd_task_cancel(args: argparse.Namespace) -> None:
     _emit(args, t, f"{t['id']} is {t['status']}")
 
 
+def cmd_task_resolve(args: argparse.Namespace) -> None:
+    body = {"resolution": args.resolution, "blocked_by": args.blocked_by, "note": args.note}
+    t = _client(args).call("POST", f"/api/tasks/{args.id}/resolve", body)
+    _emit(args, t, f"{t['id']} is {t['status']}")
+
+
 def cmd_task_list(args: argparse.Namespace) -> None:
     out = _client(args).call("GET", f"/api/projects/{args.project}/tasks", query={"status": args.status})
     lines = [f"{t['id']}\t{t['status']}\t{t['priority']}\t{t['title']}" for t in out["items"]]
@@ -217,6 +223,67 @@ def cmd_spec_export(args: argparse.Namespace) -> None:
     _emit(args, {**out, "written": str(target)}, f"wrote {target}")
 
 
+# -- human presence (presence.py) -------------------------------------------------------------
+
+PERSON = "asks a person at the terminal"
+PERSON_NOTE = (
+    "This command changes something as the human, so it asks a person at the controlling terminal "
+    "to confirm it; without a terminal it is refused (E_HUMAN_PRESENCE, exit 3). The board "
+    "(`taskgate board`) does the same without a terminal."
+)
+YES_HELP = (
+    "for a script of your own: do not ask. Counts only with a token given explicitly (--token or "
+    "TASKGATE_TOKEN), never with the admin token read from the data dir"
+)
+RESOLUTIONS = {
+    "requeue": "requeue: back to ready for another attempt",
+    "block": "block it on {blocked_by}: ready again once that is done",
+    "revise_spec": "back to backlog: its spec becomes a draft to revise and approve again",
+    "reverify": "verify its last submission again",
+    "cancel": "cancel it",
+}
+Describe = Callable[[argparse.Namespace], "presence.Action | None"]
+
+
+def human_only(parser: argparse.ArgumentParser, describe: Describe) -> argparse.ArgumentParser:
+    """Mark a command that writes as the human: before anything is sent, main() has a person at
+    the terminal confirm what `describe` says it will do (None: this use of it only reads)."""
+    parser.add_argument("--yes", action="store_true", help=YES_HELP)
+    parser.set_defaults(presence=describe)
+    parser.description = f"{parser.description}\n\n{PERSON_NOTE}" if parser.description else PERSON_NOTE
+    return parser
+
+
+def _scope(projects: list[str] | None) -> str:
+    return f"project{'s' if len(projects) > 1 else ''} {', '.join(projects)}" if projects else "every project"
+
+
+def _key_action(a: argparse.Namespace) -> presence.Action:
+    if a.kind == "agent":
+        what = f"mint agent key {a.name} ({a.role}) for {_scope(a.project)}"
+        detail = f"it may act on behalf of {', '.join(a.delegate)}" if a.delegate else ""
+    else:
+        what = f"mint {a.verifier_kind} verifier key {a.name} for {_scope(a.project)}"
+        detail = (
+            "a local verifier key records the evidence that makes work verified"
+            if a.verifier_kind == "local"
+            else "a reviewer key judges review criteria"
+        )
+    return presence.Action(what, a.name, detail)
+
+
+def _resolve_action(parser: argparse.ArgumentParser) -> Describe:
+    def describe(a: argparse.Namespace) -> presence.Action:
+        if (a.resolution == "block") != bool(a.blocked_by):
+            parser.error(
+                "--block goes with --blocked-by TASK (repeatable), and --blocked-by only with --block"
+            )
+        how = RESOLUTIONS[a.resolution].format(blocked_by=", ".join(a.blocked_by or []))
+        return presence.Action(f"resolve {a.id} ({how})", a.id, f"note: {a.note}" if a.note else "")
+
+    return describe
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 
@@ -236,7 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print one JSON object")
 
     p = argparse.ArgumentParser(
-        prog="taskgate", description="Task board and verification gate for AI coding agents."
+        prog="taskgate",
+        description="Task board and verification gate for AI coding agents.",
+        epilog="Commands that change something as the human (project create, key create and revoke, "
+        "task accept, reopen, cancel and resolve, verification on/off, verifier-config set, spec "
+        "approve) ask a person at the controlling terminal to confirm; without one they are refused "
+        "with E_HUMAN_PRESENCE (exit 3), so an agent in your shell cannot do them. Do them on the "
+        "board (`taskgate board`) or at your terminal. Reading (list, show, get, draft, board, "
+        "mcp-config) works anywhere. Your own scripts: see the README's Security model.",
     )
     p.add_argument("--version", action="version", version=f"taskgate {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -266,31 +340,41 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--open", action="store_true", help="open it in the default browser")
     b.set_defaults(func=cmd_board)
 
-    proj = sub.add_parser("project", help="projects").add_subparsers(dest="sub", required=True)
-    c = proj.add_parser("create", parents=[common])
+    proj = sub.add_parser("project", help=f"projects (create {PERSON})").add_subparsers(
+        dest="sub", required=True
+    )
+    c = proj.add_parser("create", parents=[common], help=f"create a project ({PERSON})")
     c.add_argument("name")
     c.add_argument("--repo", required=True, help="path or URL of the git repository")
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_project_create)
-    proj.add_parser("list", parents=[common]).set_defaults(func=cmd_project_list)
+    human_only(c, lambda a: presence.Action(f"create project {a.name} (repo {a.repo})", a.name))
+    proj.add_parser("list", parents=[common], help="list projects").set_defaults(func=cmd_project_list)
 
-    key = sub.add_parser("key", help="agent and verifier keys").add_subparsers(dest="sub", required=True)
-    kc = key.add_parser("create", help="mint a key (shown once)").add_subparsers(dest="kind", required=True)
-    ka = kc.add_parser("agent", parents=[common])
+    key = sub.add_parser(
+        "key", help=f"agent and verifier keys (create, revoke: each {PERSON})"
+    ).add_subparsers(dest="sub", required=True)
+    kc = key.add_parser("create", help=f"mint a key, shown once ({PERSON})").add_subparsers(
+        dest="kind", required=True
+    )
+    ka = kc.add_parser("agent", parents=[common], help=f"an agent key ({PERSON})")
     ka.add_argument("name")
     ka.add_argument("--role", choices=["executor", "architect"], default="executor")
     ka.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
     ka.add_argument("--delegate", action="append", help="human:<name> this key may act for (repeatable)")
     ka.set_defaults(func=cmd_key_create)
-    kv = kc.add_parser("verifier", parents=[common])
+    human_only(ka, _key_action)
+    kv = kc.add_parser("verifier", parents=[common], help=f"a verifier key ({PERSON})")
     kv.add_argument("name", nargs="?", default="verifier")
     kv.add_argument("--kind", dest="verifier_kind", choices=["local", "reviewer"], required=True)
     kv.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
     kv.set_defaults(func=cmd_key_create)
-    key.add_parser("list", parents=[common]).set_defaults(func=cmd_key_list)
-    kr = key.add_parser("revoke", parents=[common])
+    human_only(kv, _key_action)
+    key.add_parser("list", parents=[common], help="list keys").set_defaults(func=cmd_key_list)
+    kr = key.add_parser("revoke", parents=[common], help=f"revoke a key ({PERSON})")
     kr.add_argument("id")
     kr.set_defaults(func=cmd_key_revoke)
+    human_only(kr, lambda a: presence.Action(f"revoke key {a.id}", a.id))
 
     m = sub.add_parser("mcp-config", parents=[common], help="print MCP client configuration")
     m.add_argument("--name", default="taskgate")
@@ -299,32 +383,81 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.set_defaults(func=cmd_mcp_config)
 
-    task = sub.add_parser("task", help="human actions on tasks").add_subparsers(dest="sub", required=True)
-    ta = task.add_parser("accept", parents=[common])
+    task = sub.add_parser(
+        "task", help=f"tasks: list, show; accept, reopen, cancel, resolve (each {PERSON})"
+    ).add_subparsers(dest="sub", required=True)
+    ta = task.add_parser("accept", parents=[common], help=f"accept submitted or verified work ({PERSON})")
     ta.add_argument("id")
     ta.set_defaults(func=cmd_task_accept)
-    tr = task.add_parser("reopen", parents=[common])
+    human_only(ta, lambda a: presence.Action(f"accept {a.id} (it becomes done)", a.id))
+    tr = task.add_parser("reopen", parents=[common], help=f"send work back with findings ({PERSON})")
     tr.add_argument("id")
     tr.add_argument("--finding", action="append", required=True, help="what the next attempt must fix")
     tr.set_defaults(func=cmd_task_reopen)
-    tc = task.add_parser("cancel", parents=[common])
+    human_only(
+        tr,
+        lambda a: presence.Action(
+            f"reopen {a.id} with {len(a.finding)} finding{'s' if len(a.finding) > 1 else ''}", a.id
+        ),
+    )
+    tc = task.add_parser("cancel", parents=[common], help=f"cancel a task ({PERSON})")
     tc.add_argument("id")
     tc.add_argument("--reason", default="")
     tc.set_defaults(func=cmd_task_cancel)
-    tl = task.add_parser("list", parents=[common])
+    human_only(
+        tc, lambda a: presence.Action(f"cancel {a.id}", a.id, f"reason: {a.reason}" if a.reason else "")
+    )
+    tv = task.add_parser(
+        "resolve",
+        parents=[common],
+        help=f"answer a task in needs_human ({PERSON})",
+        description="Answer a task that waits for a human (needs_human).",
+    )
+    tv.add_argument("id")
+    how = tv.add_mutually_exclusive_group(required=True)
+    for flag, resolution, text in [
+        ("--requeue", "requeue", "back to ready for another attempt"),
+        ("--block", "block", "blocked until the --blocked-by tasks are done"),
+        ("--backlog", "revise_spec", "back to backlog: its spec becomes a draft to revise and approve again"),
+        ("--reverify", "reverify", "back to needs_verification: the verifier runs its last submission again"),
+        ("--cancel", "cancel", "cancel it"),
+    ]:
+        how.add_argument(flag, dest="resolution", action="store_const", const=resolution, help=text)
+    tv.add_argument("--blocked-by", action="append", metavar="TASK", help="with --block (repeatable)")
+    tv.add_argument("--note", default="", help="why (kept in the task's history)")
+    tv.set_defaults(func=cmd_task_resolve)
+    human_only(tv, _resolve_action(tv))
+    tl = task.add_parser("list", parents=[common], help="list a project's tasks")
     tl.add_argument("project")
     tl.add_argument("--status", default=None)
     tl.set_defaults(func=cmd_task_list)
 
-    ts = task.add_parser("show", parents=[common])
+    ts = task.add_parser("show", parents=[common], help="a task with its history")
     ts.add_argument("id")
     ts.set_defaults(func=cmd_task_show)
 
-    vc = sub.add_parser("verifier-config", parents=[common], help="show or set a project's verifier config")
+    vc = sub.add_parser(
+        "verifier-config",
+        parents=[common],
+        help=f"show, draft or set a project's verifier config (set {PERSON})",
+        description="get and draft only read; set replaces the config.",
+    )
     vc.add_argument("action", choices=["get", "set", "draft"], help="draft: start from project commands")
     vc.add_argument("project")
     vc.add_argument("--file", default="-", help="JSON config for 'set' (default: stdin)")
     vc.set_defaults(func=cmd_verifier_config)
+    human_only(
+        vc,
+        lambda a: (
+            presence.Action(
+                f"replace the verifier config of project {a.project} with "
+                f"{'stdin' if a.file == '-' else a.file} (the commands the verifier runs)",
+                a.project,
+            )
+            if a.action == "set"
+            else None
+        ),
+    )
 
     vf = sub.add_parser(
         "verify",
@@ -349,16 +482,20 @@ def build_parser() -> argparse.ArgumentParser:
     vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
     vf.set_defaults(func=cmd_verify)
 
-    v = sub.add_parser("verification", parents=[common], help="switch verification on or off")
+    v = sub.add_parser("verification", parents=[common], help=f"switch verification on or off ({PERSON})")
     v.add_argument("state", choices=["on", "off"])
     v.add_argument("project")
     v.set_defaults(func=cmd_verification)
+    human_only(
+        v, lambda a: presence.Action(f"switch verification {a.state} for project {a.project}", a.project)
+    )
 
-    spec = sub.add_parser("spec", help="specs").add_subparsers(dest="sub", required=True)
-    sa = spec.add_parser("approve", parents=[common], help="approve a draft spec")
+    spec = sub.add_parser("spec", help=f"specs (approve {PERSON})").add_subparsers(dest="sub", required=True)
+    sa = spec.add_parser("approve", parents=[common], help=f"approve a draft spec ({PERSON})")
     sa.add_argument("spec")
     sa.add_argument("--project", required=True)
     sa.set_defaults(func=cmd_spec_approve)
+    human_only(sa, lambda a: presence.Action(f"approve {a.spec} of project {a.project}", a.spec))
     se = spec.add_parser("export", parents=[common], help="write specs/SPEC-n.md into a repository")
     se.add_argument("spec")
     se.add_argument("--project", required=True)
@@ -370,7 +507,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        describe: Describe | None = getattr(args, "presence", None)
+        action = describe(args) if describe is not None else None
+        if action is not None:
+            explicit = bool(args.token or os.environ.get("TASKGATE_TOKEN"))
+            presence.require(action, scripted=args.yes, explicit_token=explicit)
         code = args.func(args)
+    except presence.Refused as refused:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": refused.body()}))
+        else:
+            print(f"error {refused.code}: {refused.message}\nhint: {refused.hint}", file=sys.stderr)
+        return presence.EXIT_CODE
     except ApiError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": exc.body, "status": exc.status}))

@@ -48,22 +48,22 @@ def _ok(r: object) -> dict[str, object]:
 
 def test_verification_switch_needs_a_key_and_a_config(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
-        _ok(server.cli("project", "create", "demo", "--repo", str(tmp_path), "--json"))
-        r = server.cli("verification", "on", "demo", "--json")
+        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        r = server.script("verification", "on", "demo", "--json")
         assert r.returncode == 1
         err = json.loads(r.stdout)["error"]
         assert err["code"] == "E_VALIDATION" and len(err["missing"]) == 2
         minted = _ok(
-            server.cli("key", "create", "verifier", "ci", "--kind", "local", "--project", "demo", "--json")
+            server.script("key", "create", "verifier", "ci", "--kind", "local", "--project", "demo", "--json")
         )
         assert str(minted["key"]).startswith("tgv_")
         cfg = tmp_path / "cfg.json"
         cfg.write_text(json.dumps({"checks": {"unit": {"command": "pytest -q"}}}))
-        _ok(server.cli("verifier-config", "set", "demo", "--file", str(cfg), "--json"))
-        assert _ok(server.cli("verification", "on", "demo", "--json"))["on"] is True
+        _ok(server.script("verifier-config", "set", "demo", "--file", str(cfg), "--json"))
+        assert _ok(server.script("verification", "on", "demo", "--json"))["on"] is True
         credential = minted["credential"]
         assert isinstance(credential, dict)
-        revoked = _ok(server.cli("key", "revoke", str(credential["id"]), "--json"))
+        revoked = _ok(server.script("key", "revoke", str(credential["id"]), "--json"))
         warnings = revoked["warnings"]
         assert isinstance(warnings, list) and "verification is on" in warnings[0]
         status, body = server.request("GET", "/api/projects/demo/history", token=server.admin_token)
@@ -75,8 +75,8 @@ def test_verification_switch_needs_a_key_and_a_config(tmp_path: Path) -> None:
 def test_accepting_work_medium_risk_never_in_a_batch(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
         admin = server.admin_token
-        _ok(server.cli("project", "create", "demo", "--repo", str(tmp_path), "--json"))
-        key = str(_ok(server.cli("key", "create", "agent", "bob", "--json"))["key"])
+        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        key = str(_ok(server.script("key", "create", "agent", "bob", "--json"))["key"])
         status, spec = server.request(
             "POST",
             "/api/projects/demo/specs",
@@ -84,7 +84,7 @@ def test_accepting_work_medium_risk_never_in_a_batch(tmp_path: Path) -> None:
             token=admin,
         )
         assert status == 201, spec
-        _ok(server.cli("spec", "approve", spec["id"], "--project", "demo", "--json"))
+        _ok(server.script("spec", "approve", spec["id"], "--project", "demo", "--json"))
         low = _agent_submits(server, key, "demo", n=2)
         (medium,) = _agent_submits(server, key, "demo", spec_id=spec["id"])
         status, body = server.request(
@@ -93,18 +93,18 @@ def test_accepting_work_medium_risk_never_in_a_batch(tmp_path: Path) -> None:
         assert status == 200
         assert sorted(t["id"] for t in body["accepted"]) == sorted(low)
         assert [(r["task_id"], r["code"]) for r in body["refused"]] == [(medium, "E_FORBIDDEN")]
-        assert _ok(server.cli("task", "accept", medium, "--json"))["status"] == "done"
+        assert _ok(server.script("task", "accept", medium, "--json"))["status"] == "done"
         shown = _ok(server.cli("task", "show", medium, "--json"))
         history = shown["history"]
         assert isinstance(history, list) and history[-1]["action"] == "accept"
-        r = server.cli("task", "accept", medium, "--json")
+        r = server.script("task", "accept", medium, "--json")
         assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "E_WRONG_STATE"
 
 
 def test_agent_keys_are_refused_on_human_endpoints(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
-        _ok(server.cli("project", "create", "demo", "--repo", str(tmp_path), "--json"))
-        key = str(_ok(server.cli("key", "create", "agent", "bob", "--json"))["key"])
+        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        key = str(_ok(server.script("key", "create", "agent", "bob", "--json"))["key"])
         (tid,) = _agent_submits(server, key, "demo")
         status, body = server.request("POST", f"/api/tasks/{tid}/accept", token=key)
         assert status == 403 and body["code"] == "E_FORBIDDEN"
@@ -117,7 +117,7 @@ def test_spec_export_writes_the_rendered_spec_into_a_repo(tmp_path: Path) -> Non
     repo.mkdir()
     with running(tmp_path / "d") as server:
         admin = server.admin_token
-        _ok(server.cli("project", "create", "demo", "--repo", str(repo), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", str(repo), "--json"))
         status, spec = server.request(
             "POST",
             "/api/projects/demo/specs",
@@ -125,7 +125,7 @@ def test_spec_export_writes_the_rendered_spec_into_a_repo(tmp_path: Path) -> Non
             token=admin,
         )
         assert status == 201
-        _ok(server.cli("spec", "approve", spec["id"], "--project", "demo", "--json"))
+        _ok(server.script("spec", "approve", spec["id"], "--project", "demo", "--json"))
         out = _ok(
             server.cli("spec", "export", spec["id"], "--project", "demo", "--repo", str(repo), "--json")
         )
@@ -139,7 +139,7 @@ def test_start_from_project_commands_with_the_cli(tmp_path: Path) -> None:
     """`taskgate verifier-config draft` prints a config to review on stdout (notes on stderr);
     `set` saves the reviewed file."""
     with running(tmp_path / "d") as server:
-        _ok(server.cli("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
         status, _ = server.request(
             "PUT",
             "/api/projects/demo/execution-defaults",
@@ -157,6 +157,6 @@ def test_start_from_project_commands_with_the_cli(tmp_path: Path) -> None:
         assert _ok(server.cli("verifier-config", "get", "demo", "--json"))["config"] is None  # not saved
         (tmp_path / "cfg.json").write_text(drafted.stdout)
         saved = _ok(
-            server.cli("verifier-config", "set", "demo", "--file", str(tmp_path / "cfg.json"), "--json")
+            server.script("verifier-config", "set", "demo", "--file", str(tmp_path / "cfg.json"), "--json")
         )
         assert sorted(saved["config"]["checks"]) == ["mypy-src", "pytest"]  # type: ignore[index]

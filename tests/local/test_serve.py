@@ -89,10 +89,12 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
     import json
 
     with running(tmp_path / "d") as server:
-        r = server.cli("project", "create", "demo", "--repo", "/tmp/repo", "--json")
+        r = server.script("project", "create", "demo", "--repo", "/tmp/repo", "--json")
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["name"] == "demo"
-        r = server.cli("key", "create", "agent", "bob", "--role", "architect", "--project", "demo", "--json")
+        r = server.script(
+            "key", "create", "agent", "bob", "--role", "architect", "--project", "demo", "--json"
+        )
         assert r.returncode == 0, r.stderr
         minted = json.loads(r.stdout)
         assert minted["key"].startswith("tga_") and minted["credential"]["role"] == "architect"
@@ -101,9 +103,9 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
         items = listed["items"] if isinstance(listed, dict) else listed
         assert [k["id"] for k in items] == [minted["credential"]["id"]]
         assert minted["key"] not in r.stdout  # never shown again
-        r = server.cli("key", "revoke", minted["credential"]["id"], "--json")
+        r = server.script("key", "revoke", minted["credential"]["id"], "--json")
         assert r.returncode == 0, r.stderr
-        r = server.cli("project", "create", "Bad Name", "--repo", "/r", "--json")
+        r = server.script("project", "create", "Bad Name", "--repo", "/r", "--json")
         assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "E_VALIDATION"
         r = server.cli("mcp-config", "--key", minted["key"], "--json")
         cfg = json.loads(r.stdout)

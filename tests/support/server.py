@@ -68,6 +68,8 @@ class Server:
                 return exc.code, raw.decode("utf-8", "replace")
 
     def cli(self, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+        """The CLI as an agent's shell runs it: no controlling terminal (a session of its own)
+        and nothing on stdin, so a human-only command is refused here, however pytest was run."""
         env = {**os.environ, "TASKGATE_SERVER": self.url}
         env.pop("TASKGATE_TOKEN", None)
         if token:
@@ -75,10 +77,17 @@ class Server:
         return subprocess.run(
             [TASKGATE, *args, "--data-dir", str(self.data_dir)],
             env=env,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=60,
+            start_new_session=True,
         )
+
+    def script(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """A human-only command as a script of the human's own runs it: the admin token given
+        explicitly (TASKGATE_TOKEN) and --yes (src/taskgate/presence.py), no terminal."""
+        return self.cli(*args, "--yes", token=self.admin_token)
 
     def stop(self, sig: int = signal.SIGTERM) -> str:
         self.proc.send_signal(sig)

@@ -50,10 +50,29 @@ def admin_token(data_dir: Path) -> tuple[str, Path]:
     return token, path
 
 
+def private_dir(path: Path) -> None:
+    """The data dir: made 0700 (it holds the admin token and the database). One that exists
+    already keeps its mode, with a warning when other users may read it: tightening a directory
+    someone chose (`--data-dir /srv/shared`) is theirs to decide, and the token file is 0600 in
+    any case."""
+    if not path.is_dir():
+        path.mkdir(parents=True, mode=0o700)
+        os.chmod(path, stat.S_IRWXU)  # whatever the umask
+        return
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning(
+            "data dir %s is open to other users (mode %o): `chmod 700 %s` keeps its database to you",
+            path,
+            mode,
+            path,
+        )
+
+
 def configure(options: ServeOptions) -> tuple[str, Path]:
     """Set the environment the handlers read (runtime.Settings), as Lambda's would be.
     Returns the admin token and the file that holds it."""
-    options.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dir(options.data_dir)
     token, token_path = admin_token(options.data_dir)
     os.environ["TASKGATE_ADMIN_TOKEN_HASH"] = secrets.digest(token)
     os.environ["TASKGATE_ADMIN_NAME"] = options.admin_name

@@ -16,14 +16,14 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind
-from taskgate.service import key_cache, projects, records, secrets, verification
+from taskgate.service import key_cache, project_history, projects, records, secrets, verification
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Put
 from taskgate.store.schema import IndexName
 
 NAME_RE = ACTOR_RE  # reuse the actor grammar for the name part
 MAX_SCOPE = 50
-ALL = "*"
+ALL = project_history.ALL_PROJECTS
 
 
 @dataclass
@@ -87,7 +87,8 @@ def create(
     )
     ops = [Put(records.credential_item(cred))]
     # Key changes go to the history of every project the key names (seed 000: "with who");
-    # a key for all projects goes to the global history, project "*".
+    # a key for all projects goes to project "*", which every project's history shows
+    # (project_history.py: merged when read, so projects made later show it too).
     for p in scope or [ALL]:
         detail: dict[str, Any] = {
             "key": cred.id,

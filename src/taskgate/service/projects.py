@@ -20,7 +20,7 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig, draft_from_commands
-from taskgate.service import records
+from taskgate.service import project_history, records
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Item, Page, Put
 
@@ -196,9 +196,16 @@ def verifier_config_draft(ctx: Context, who: Acting, name: str) -> tuple[Verifie
 def history(
     ctx: Context, who: Acting, name: str, *, limit: int = 50, cursor: str | None = None
 ) -> tuple[list[HistoryEvent], str | None]:
-    """A project's history, newest first; project "*" holds changes to keys that cover every project."""
-    authorize(Op.READ, who, project=None if name == "*" else name)
-    if name != "*":
+    """A project's history, newest first, with the changes to keys that cover every project
+    (project_history.py); project "*" alone is the history of those keys."""
+    everyone = name == project_history.ALL_PROJECTS
+    authorize(Op.READ, who, project=None if everyone else name)
+    if everyone:
+        page: Page = ctx.store.query(
+            project_history.partition(name), limit=limit, cursor=cursor, descending=True
+        )
+        items, next_cursor = page.items, page.cursor
+    else:
         ctx.project(name)
-    page: Page = ctx.store.query(f"PH#{name}", limit=limit, cursor=cursor, descending=True)
-    return [records.load(HistoryEvent, i) for i in page.items], page.cursor
+        items, next_cursor = project_history.page(ctx, name, limit=limit, cursor=cursor)
+    return [records.load(HistoryEvent, i) for i in items], next_cursor

@@ -1,8 +1,13 @@
 // Project history: every switch, key, config and spec change, with who and when, newest first.
+// A key that covers every project is recorded under project "*"; the server merges those events
+// into each project's history, and "Keys for every project" shows them alone.
 
 import { enc, get } from "../api.js";
-import { h, replace, when } from "../dom.js";
+import { field, h, replace, when } from "../dom.js";
+import * as url from "../state.js";
 import { refusal } from "../ui.js";
+
+const ALL = "*";
 
 function detailText(detail) {
   return Object.entries(detail || {})
@@ -12,13 +17,23 @@ function detailText(detail) {
 }
 
 export function mountHistory(root, app) {
+  const scope = h(
+    "select",
+    { id: "history-scope" },
+    h("option", { value: "" }, `${app.project}, with keys for every project`),
+    h("option", { value: "all" }, "Keys for every project (*)"),
+  );
+  scope.value = url.param("history") === "all" ? "all" : "";
+  const title = h("h1", {}, "");
   const body = h("tbody", {});
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Load more");
   const error = h("div", {});
   let cursor = null;
+  let generation = 0; // a page that arrives after the scope changed is dropped
   replace(
     root,
-    h("h1", {}, "Project history"),
+    title,
+    h("div", { class: "toolbar" }, field("Show", scope)),
     h(
       "div",
       { class: "table-wrap" },
@@ -28,11 +43,21 @@ export function mountHistory(root, app) {
     error,
   );
 
+  function target() {
+    return scope.value === "all" ? ALL : app.project;
+  }
+
   async function page(reset) {
+    const mine = reset ? ++generation : generation;
+    const project = target();
+    replace(title, project === ALL ? "History of keys for every project" : "Project history");
     try {
-      const out = await get(`/api/projects/${enc(app.project)}/history`, { limit: 50, cursor: reset ? null : cursor });
+      const out = await get(`/api/projects/${enc(project)}/history`, { limit: 50, cursor: reset ? null : cursor });
+      if (mine !== generation) return;
       if (reset) replace(body);
+      replace(error);
       for (const e of out.items) {
+        const everyProject = e.project === ALL ? h("span", { class: "badge" }, "every project") : null;
         body.append(
           h(
             "tr",
@@ -40,7 +65,7 @@ export function mountHistory(root, app) {
             h("td", {}, h("time", { datetime: e.at }, when(e.at))),
             h("td", {}, e.actor),
             h("td", {}, e.on_behalf_of || ""),
-            h("th", { scope: "row" }, e.action.replaceAll("_", " "), e.task_id ? ` ${e.task_id}` : ""),
+            h("th", { scope: "row" }, e.action.replaceAll("_", " "), e.task_id ? ` ${e.task_id}` : "", everyProject ? " " : "", everyProject),
             h("td", { class: "detail" }, detailText(e.detail)),
           ),
         );
@@ -48,9 +73,13 @@ export function mountHistory(root, app) {
       cursor = out.cursor;
       more.hidden = !cursor;
     } catch (err) {
-      replace(error, refusal(err));
+      if (mine === generation) replace(error, refusal(err));
     }
   }
+  scope.addEventListener("change", () => {
+    url.set({ history: scope.value }, { silent: true });
+    page(true);
+  });
   more.addEventListener("click", () => page(false));
   page(true);
   return { refresh: () => page(true), unmount() {} };
