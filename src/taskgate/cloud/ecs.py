@@ -26,10 +26,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskgate.domain.verifier_config import IMAGE_VAR
 from taskgate.service.images import ImageRefused
 
 STARTED_BY = "taskgate-dispatcher"
-IMAGE_VAR = "TASKGATE_VERIFIER_IMAGE"  # tells the container which image it is (verifier/worker.py)
 # What DescribeTaskDefinition returns that RegisterTaskDefinition takes back: a revision of a
 # project's image is the stack's own with only the image changed.
 _REGISTERABLE = (

@@ -11,6 +11,8 @@ CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
 MIN_TIMEOUT_MINUTES = 0.05
 MAX_TIMEOUT_MINUTES = 240
+# Set in a cloud container's environment by its task definition: the image it runs in.
+IMAGE_VAR = "TASKGATE_VERIFIER_IMAGE"
 # An OCI image reference with an explicit tag or digest: [registry[:port]/]path[:tag][@sha256:hex].
 # Explicit, so a saved config says exactly what a cloud verifier runs in (and "latest" is a
 # choice someone wrote down, not a default nobody saw).

@@ -21,7 +21,7 @@ from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, Evid
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.tooling import ADVICE, no_tool
-from taskgate.domain.verifier_config import ReviewerSpec, VerifierConfig
+from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
 from taskgate.verifier import process, reviewer, tools
 from taskgate.verifier.checkout import Checkout, CheckoutError, checkout
 from taskgate.verifier.reading import ReportMissing, read_report
@@ -88,6 +88,13 @@ class Runner:
         by_kind = {k: [c for c in criteria if c.kind is k] for k in CriterionKind}
         self._refuse_early(work, cfg, by_kind)
         assert cfg is not None
+        mine = self.env.get(IMAGE_VAR)
+        if cfg.image and mine and cfg.image != mine:
+            # A container of another image would run the checks without their toolchain.
+            raise RunError(
+                f"this verifier runs in image {mine}, and the project's verifier config names {cfg.image} "
+                "(changed since this container started?): a container of that image verifies it"
+            )
         sha = work["commit_sha"]
         with g.timed("checkout"):
             try:
