@@ -110,16 +110,47 @@ def verifier_base(podman: Podman) -> tuple[str, bool, float]:
 # -- the task definition, read from template.yaml when the check runs --------------------------
 
 
+# The container definition's fields this check turns into podman's arguments, and the ones that
+# do not change how the container runs here (logs go to CloudWatch, the image is the one built).
+# A field outside both fails the check: it must learn to run the container that way too.
+_UNDERSTOOD = {
+    "Name",
+    "Image",
+    "Essential",
+    "EntryPoint",
+    "Command",
+    "Environment",
+    "Secrets",
+    "User",
+    "LinuxParameters",
+    "ReadonlyRootFilesystem",
+}
+_NOT_HERE = {"LogConfiguration"}
+
+
 @dataclass(frozen=True)
 class TaskDefinition:
     entry_point: list[str]
     environment: list[str]  # names of plain values
     secrets: dict[str, str]  # variable name -> the key of the stack's JSON secret it comes from
     secret_keys: set[str]  # the keys the stack's secret holds
+    run_args: list[str]  # User, capabilities, a read-only root, as podman arguments
 
     @classmethod
     def from_template(cls) -> TaskDefinition:
         [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
+        unknown = set(container) - _UNDERSTOOD - _NOT_HERE
+        assert not unknown, f"the container check does not know how ECS runs {sorted(unknown)}"
+        args: list[str] = []
+        if "User" in container:
+            args += ["--user", str(container["User"])]
+        linux = dict(container.get("LinuxParameters") or {})
+        caps = dict(linux.pop("Capabilities", None) or {})
+        assert not linux and set(caps) <= {"Add", "Drop"}, f"LinuxParameters {linux} {caps} not understood"
+        args += [a for c in caps.get("Drop", []) for a in ("--cap-drop", str(c))]
+        args += [a for c in caps.get("Add", []) for a in ("--cap-add", str(c))]
+        if container.get("ReadonlyRootFilesystem"):
+            args += ["--read-only"]
         secrets_: dict[str, str] = {}
         for s in container["Secrets"]:
             value_from = s["ValueFrom"]["Fn::Sub"] if isinstance(s["ValueFrom"], dict) else s["ValueFrom"]
@@ -132,6 +163,7 @@ class TaskDefinition:
             environment=[e["Name"] for e in container["Environment"]],
             secrets=secrets_,
             secret_keys=set(stored),
+            run_args=args,
         )
 
 
@@ -167,7 +199,7 @@ def run_as_ecs(
     run_label = secrets.token_hex(6)
     args = ["run", "--rm", "--runtime", "runc", *ULIMITS, "--network", "host"]
     args += ["--name", f"taskgate-check-{run_label}", "--label", f"{LABEL}.run={run_label}"]
-    args += ["--entrypoint", json.dumps(td.entry_point)]
+    args += [*td.run_args, "--entrypoint", json.dumps(td.entry_point)]
     for name in env:
         args += ["--env", name]
     began = time.monotonic()
