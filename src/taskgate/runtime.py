@@ -14,6 +14,8 @@ and on Lambda:
   TASKGATE_FAULT            crash tests only: "<checkpoint>@<n>" kills the process (SIGKILL) the
                             n-th time it reaches that checkpoint (see Context.checkpoint)
   TASKGATE_WORKERS          blocking calls (key lookups, tool bodies) run at once per event loop
+  TASKGATE_ECS_TASK_DEFINITION  cloud: the stack's verifier task definition; with it, a saved
+                            verifier config's image gets a revision of its own (service/images.py)
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Settings:
     allowed_origins: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
     fault: str | None = None
     workers: int = 2  # as `taskgate serve --workers`; Lambda serves one request at a time anyway
+    ecs_task_definition: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -59,6 +62,7 @@ class Settings:
             allowed_origins=_csv(env.get("TASKGATE_ALLOWED_ORIGINS")) or cls.allowed_origins,
             fault=env.get("TASKGATE_FAULT") or None,
             workers=_positive(env.get("TASKGATE_WORKERS"), cls.workers),
+            ecs_task_definition=env.get("TASKGATE_ECS_TASK_DEFINITION") or None,
         )
 
 
@@ -131,6 +135,10 @@ def context(settings: Settings | None = None) -> Context:
             ctx = Context(open_store(wanted))
             if wanted.fault:
                 ctx.checkpoint = fault_hook(wanted.fault)
+            if wanted.ecs_task_definition:
+                from taskgate.cloud.ecs import EcsTaskDefinitions  # the cloud only; boto3 on first use
+
+                ctx.task_definitions = EcsTaskDefinitions.from_env()
             _current = (wanted, ctx)
         return _current[1]
 

@@ -46,7 +46,7 @@ def resource(name: str) -> dict[str, Any]:
 
 
 # The test stack stands for a deployment given its own subnets and security group.
-CONDITIONS = {"OwnNetwork": False, "GivenSecurityGroup": True}
+CONDITIONS = {"OwnNetwork": False}
 
 
 def resolve(node: Any, refs: dict[str, str], conditions: dict[str, bool] = CONDITIONS) -> Any:

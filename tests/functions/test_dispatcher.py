@@ -285,8 +285,9 @@ def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stac
         "TASKGATE_GIT_TOKEN": f"{cloud.secret_arn}:git_token::",
     }
     plain = {e["name"]: e["value"] for e in container["environment"]}
-    assert set(plain) == {"TASKGATE_SERVER"}
+    assert set(plain) == {"TASKGATE_SERVER", "TASKGATE_VERIFIER_IMAGE"}
     assert plain["TASKGATE_SERVER"].startswith("https://")
+    assert plain["TASKGATE_VERIFIER_IMAGE"] == container["image"]  # it says which image it is
     # The secret the stack creates holds exactly the JSON keys the task definition reads.
     from tests.functions.stack import resource
 

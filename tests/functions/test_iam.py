@@ -40,6 +40,7 @@ from tests.mcp.events import LEGACY, mcp_headers, rpc, v2_event
 from tests.support.world import SHA
 
 REGION = "us-east-1"
+REPOSITORY = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/verifier"  # the stack's (tests/functions/stack.py)
 HUMAN = acting(human("alice"))
 
 FUNCTIONS = {
@@ -56,6 +57,8 @@ NO_RESOURCE_TYPE = {
     "xray:PutTelemetryRecords",
     "ecr:GetAuthorizationToken",
     "dynamodb:ListStreams",
+    "ecs:DescribeTaskDefinition",
+    "ecs:RegisterTaskDefinition",
 }
 # Used by AWS for the function, never by its code: Lambda's log delivery, the X-Ray daemon,
 # the event source mapping reading the stream and sending what it gives up on to the queue.
@@ -147,19 +150,49 @@ def test_the_limits_the_design_names() -> None:
     nothing_deletes = ["McpRole", "ApiRole", "SweeperRole", "DispatcherRole", "AuthorizerRole"]
     for role in nothing_deletes:
         assert "dynamodb:DeleteItem" not in _actions(role), role
+    # Revisions of the verifier's family only (the stack's, and one per project image), in its cluster.
     runs = [st for st in _statements("DispatcherRole", _FakeRefs()) if "ecs:RunTask" in st["Action"]]
-    assert [st["Resource"] for st in runs] == [["<VerifierTaskDefinition>"]]
+    family = (
+        "arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/<AWS::StackName>-verifier:*"
+    )
+    assert [st["Resource"] for st in runs] == [[family]]
     assert runs[0]["Condition"] == {"ArnEquals": {"ecs:cluster": "<VerifierCluster.Arn>"}}
-    passes = [st for st in _statements("DispatcherRole", _FakeRefs()) if "iam:PassRole" in st["Action"]]
-    assert [st["Resource"] for st in passes] == [["<VerifierExecutionRole.Arn>"]]
-    assert passes[0]["Condition"] == {"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}}
+    assert resource("VerifierTaskDefinition")["Properties"]["Family"] == {
+        "Fn::Sub": "${AWS::StackName}-verifier"
+    }
+    # Only the API (a human saving a config) registers; only the dispatcher starts; each may pass
+    # the verifier's execution role and no other, to ECS tasks only.
+    for role in FUNCTIONS.values():
+        registers = "ecs:RegisterTaskDefinition" in _actions(role)
+        assert registers == (role == "ApiRole"), role
+        assert ("ecs:RunTask" in _actions(role)) == (role == "DispatcherRole"), role
+        passes = [st for st in _statements(role, _FakeRefs()) if "iam:PassRole" in st["Action"]]
+        if role in ("ApiRole", "DispatcherRole"):
+            assert [st["Resource"] for st in passes] == [["<VerifierExecutionRole.Arn>"]], role
+            assert passes[0]["Condition"] == {
+                "StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}
+            }
+        else:
+            assert passes == [], role
+    [register] = [
+        st for st in _statements("ApiRole", _FakeRefs()) if "ecs:RegisterTaskDefinition" in st["Action"]
+    ]
+    assert register["Condition"] == {
+        "ForAllValues:StringEquals": {"ecs:compute-compatibility": ["FARGATE"]},
+        "BoolIfExists": {"ecs:privileged": "false"},
+        "StringEqualsIfExists": {"ecs:task-cpu": "<VerifierCpu>", "ecs:task-memory": "<VerifierMemory>"},
+    }
+    nightly = _statements("NightlyScheduleRole", _FakeRefs())
+    assert [(st["Action"], st["Resource"]) for st in nightly] == [
+        (["lambda:InvokeFunction"], ["<DispatcherFunction.Arn>"])
+    ]
 
 
 def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight() -> None:
     props = resource("VerifierTaskDefinition")["Properties"]
     assert "TaskRoleArn" not in props
     [container] = props["ContainerDefinitions"]
-    assert [e["Name"] for e in container["Environment"]] == ["TASKGATE_SERVER"]
+    assert [e["Name"] for e in container["Environment"]] == ["TASKGATE_SERVER", "TASKGATE_VERIFIER_IMAGE"]
     assert {s["Name"] for s in container["Secrets"]} == {
         "TASKGATE_VERIFIER_KEY",
         "TASKGATE_REVIEWER_KEY",
@@ -256,6 +289,28 @@ class Recorder:
         service, op = model.service_model.endpoint_prefix, model.name
         if service in ("dynamodb", "streams.dynamodb") and service == "dynamodb":
             self.requests += _dynamodb(op, params, self.table_arn)
+        elif service == "ecs" and op == "DescribeTaskDefinition":
+            self.requests.append(Request("ecs:DescribeTaskDefinition", params["taskDefinition"]))
+        elif service == "ecs" and op == "RegisterTaskDefinition":
+            # Registering names no existing resource; IAM evaluates it on "*" with these keys.
+            privileged = any(c.get("privileged") for c in params["containerDefinitions"])
+            self.requests.append(
+                Request(
+                    "ecs:RegisterTaskDefinition",
+                    f"arn:aws:ecs:{REGION}:{ACCOUNT}:task-definition/{params['family']}",
+                    {
+                        "ecs:compute-compatibility": list(params.get("requiresCompatibilities", [])),
+                        "ecs:privileged": [str(privileged).lower()],
+                        "ecs:task-cpu": [str(params["cpu"])],
+                        "ecs:task-memory": [str(params["memory"])],
+                    },
+                )
+            )
+            for arn in (params.get("executionRoleArn"), params.get("taskRoleArn")):
+                if arn:
+                    self.requests.append(
+                        Request("iam:PassRole", arn, {"iam:PassedToService": ["ecs-tasks.amazonaws.com"]})
+                    )
         elif service == "ecs" and op == "RunTask":
             self.requests.append(
                 Request("ecs:RunTask", params["taskDefinition"], {"ecs:cluster": [params["cluster"]]})
@@ -295,12 +350,16 @@ def _condition_holds(condition: dict[str, Any], request: Request) -> bool:
             wanted = [wanted] if isinstance(wanted, str) else wanted
             values = request.context.get(key)
             if values is None:
+                # IAM: a set operator over no values, or an ...IfExists test, holds; anything else fails.
+                if operator.startswith("ForAllValues:") or operator.endswith("IfExists"):
+                    continue
                 return False
+            operator = operator.removesuffix("IfExists")
             if operator == "ForAllValues:StringEquals":
                 ok = all(v in wanted for v in values)
             elif operator == "ForAllValues:StringLike":
                 ok = all(any(fnmatch.fnmatchcase(v, w) for w in wanted) for v in values)
-            elif operator in ("StringEquals", "ArnEquals"):
+            elif operator in ("StringEquals", "ArnEquals", "Bool"):
                 ok = all(v in wanted for v in values)
             else:
                 raise AssertionError(f"this evaluator does not know the condition operator {operator}")
@@ -334,6 +393,9 @@ def _refs(s: Stack, bucket: str = "board-bucket", distribution: str = "E00000000
             "AWS::Partition": "aws",
             "AWS::Region": REGION,
             "AWS::AccountId": ACCOUNT,
+            "AWS::StackName": s.table,
+            "VerifierCpu": "1024",
+            "VerifierMemory": "2048",
             "Table.Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{s.table}",
             "Table.StreamArn": s.stream_arn,
             "VerifierTaskDefinition": s.task_definition,
@@ -427,6 +489,14 @@ def test_api_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
         "key"
     ]
     human_call("PUT", "/api/projects/shop/verifier-config", {"checks": {"unit": {"command": "pytest"}}})
+    # An image of the stack's repository: its task definition is registered on the first save.
+    node = {"checks": {"unit": {"command": "npm test"}}, "image": f"{REPOSITORY}:node22"}
+    human_call("PUT", "/api/projects/shop/verifier-config", node)
+    human_call("PUT", "/api/projects/shop/verifier-config", node)
+    elsewhere = jwt_event(
+        "PUT", "/api/projects/shop/verifier-config", {**node, "image": "docker.io/library/node:22"}
+    )
+    assert rec.run(api.handler, elsewhere)["statusCode"] == 422
     human_call("PUT", "/api/projects/shop/verification", {"on": True})
     first = json.loads(
         human_call("POST", "/api/projects/shop/tasks", {"title": "a", "criteria": [{"text": "ok"}]})["body"]
@@ -519,10 +589,20 @@ def test_dispatcher_role_allows_exactly_what_it_does(observed: tuple[Stack, Reco
     task = tasks.create(s.ctx, HUMAN, "shop", title="a", criteria=[CriterionInput(text="ok")]).task
     token = claims.claim(s.ctx, agent, "shop", task_id=task.id).token
     claims.submit(s.ctx, agent, task.id, token, commit_sha=SHA, evidence="done")
+    # The project runs in an image of its own (its revision registered by the config save).
+    projects.set_verifier_config(
+        s.ctx, HUMAN, "shop", {"checks": {"unit": {"command": "npm test"}}, "image": f"{REPOSITORY}:node22"}
+    )
     delivered = s.delivered(s.new_records())
     rec.run(dispatcher.handler, stream_event(delivered))
     rec.run(dispatcher.handler, stream_event(delivered))  # the duplicate reads its dispatch record
     assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 1
+    # The nightly run: the project directory, each project, whether work waits, its image.
+    _setup_project(s, "idle")
+    rec.run(
+        dispatcher.handler, {"nightly": True, "execution_id": "e-1", "scheduled_time": "2026-01-01T02:00:00Z"}
+    )
+    assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 2
     _check("DispatcherRole", _refs(s), rec)
 
 

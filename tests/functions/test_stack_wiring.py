@@ -43,8 +43,28 @@ def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
     assert read == set(_env("DispatcherFunction")) - {"TASKGATE_STORE", "TASKGATE_TABLE"}
     [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
     assert _env("DispatcherFunction")["TASKGATE_ECS_CONTAINER"] == container["Name"]
-    nightly = json.loads(resource("NightlyVerification")["Properties"]["Target"]["Input"])
-    assert nightly == {"containerOverrides": [{"name": container["Name"], "command": ["verify", "--once"]}]}
+    # The API function registers a project image's revision of the same task definition.
+    api_env = _env("ApiFunction")
+    assert api_env == {
+        "TASKGATE_ECS_TASK_DEFINITION": {"Ref": "VerifierTaskDefinition"},
+        "TASKGATE_ECS_CONTAINER": container["Name"],
+    }
+    assert _env("DispatcherFunction")["TASKGATE_ECS_TASK_DEFINITION"] == {"Ref": "VerifierTaskDefinition"}
+    # The nightly schedule invokes the dispatcher, which starts one container per project.
+    target = resource("NightlyVerification")["Properties"]["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": ["DispatcherFunction", "Arn"]} and "EcsParameters" not in target
+    nightly = json.loads(target["Input"])
+    assert nightly == {
+        "nightly": True,
+        "execution_id": "<aws.scheduler.execution-id>",
+        "scheduled_time": "<aws.scheduler.scheduled-time>",
+    }
+    [invoke] = [
+        st
+        for policy in resource("NightlyScheduleRole")["Properties"]["Policies"]
+        for st in policy["PolicyDocument"]["Statement"]
+    ]
+    assert invoke["Action"] == "lambda:InvokeFunction" and invoke["Resource"] == target["Arn"]
     sweep_input = json.loads(resource("SweeperSchedule")["Properties"]["Target"]["Input"])
     assert set(sweep_input) == {"execution_id", "scheduled_time"}  # cloud/sweeper.py's correlation id
     globals_ = template()["Globals"]["Function"]["Environment"]["Variables"]

@@ -7,6 +7,12 @@ them to `service.dispatch`, which reads the project's switch and starts at most 
 per submission. Records are processed with Powertools' batch processor: a record that fails
 (unreadable image, ECS refusing to start) is reported in `batchItemFailures`, so Lambda
 retries from it while the records before it stay done.
+
+The nightly schedule invokes the same function with {"nightly": true, "execution_id",
+"scheduled_time"}: one container per project with verification on and work waiting, in that
+project's image (`service.dispatch.nightly`). A project it could not start is logged as an error
+and fails the invocation, so the schedule retries it (the starts carry the execution id in their
+idempotency tokens: what already started is not started again).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from taskgate.cloud import observe
 from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
-from taskgate.service.dispatch import Entered, dispatch
+from taskgate.service.dispatch import Entered, dispatch, nightly
 from taskgate.store import body
 from taskgate.store.port import Item
 
@@ -79,7 +85,9 @@ def _record(record: DynamoDBRecord) -> str:
             observe.logger.info("not a submission entering verification", event_id=event_id)
             return "skipped"
         observe.bind(task_id=found.task_id)
-        outcome = dispatch(runtime.context(), found, launcher().launch)
+        outcome = dispatch(
+            runtime.context(), found, launcher().launch, base=launcher().task_definition, stale=_stale
+        )
     except Exception:
         observe.logger.exception("record failed; Lambda delivers it again", event_id=event_id)
         raise
@@ -91,6 +99,42 @@ def _record(record: DynamoDBRecord) -> str:
     return outcome.value
 
 
+def _stale(project: str, task_definition: str) -> None:
+    observe.logger.warning(
+        "the project's image runs a task definition copied from an older revision of the stack's; "
+        "saving its verifier config again registers a current one",
+        project=project,
+        task_definition=task_definition,
+    )
+
+
+class NightlyIncomplete(RuntimeError):
+    """Some project with waiting work got no verifier tonight: the schedule retries."""
+
+
+def _nightly(event: dict[str, Any]) -> dict[str, Any]:
+    run_id = str(event.get("execution_id") or event.get("scheduled_time") or "")
+    if not run_id:
+        raise ValueError("a nightly event carries the schedule's execution_id")
+    observe.bind(scheduled_time=str(event.get("scheduled_time") or "") or None)
+    report = nightly(
+        runtime.context(), run_id, launcher().launch_project, base=launcher().task_definition, stale=_stale
+    )
+    for s in report.started:
+        observe.logger.info(
+            "nightly verifier started",
+            project=s.project,
+            task_definition=s.task_definition,
+            started=s.started,
+        )
+    for project, why in report.failed.items():
+        observe.logger.error("nightly verifier not started", project=project, reason=why)
+    observe.logger.info("nightly done", started=len(report.started), failed=len(report.failed))
+    if report.failed:
+        raise NightlyIncomplete(f"no verifier started for {', '.join(sorted(report.failed))}")
+    return {"started": {s.project: s.started for s in report.started}}
+
+
 # A batch whose every record failed is answered like any other (all its records in
 # batchItemFailures), not by raising: Lambda retries from the first either way, and the
 # function does not count as failed for records it reported.
@@ -99,10 +143,12 @@ _processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entir
 
 def _dispatch_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     observe.bind(principal=PRINCIPAL)
+    if event.get("nightly") is True:
+        return _nightly(event)
     result = process_partial_response(
         event=event, record_handler=_record, processor=_processor, context=context
     )
     return dict(result)
 
 
-handler = observe.instrument(_dispatch_batch)
+handler = observe.instrument(_dispatch_batch, correlation_id_path="execution_id")

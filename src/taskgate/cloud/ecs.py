@@ -1,9 +1,13 @@
-"""Start the verifier container on Fargate: one `taskgate verify --task <id>` per dispatch.
+"""Start the verifier container on Fargate: one `taskgate verify --task <id>` per dispatch, one
+`taskgate verify --once --project <p>` per project with waiting work at night; and register the
+task definition revision of a project's verifier image (service/images.py).
 
-Settings come from the stack (template.yaml sets them on the dispatcher):
+Settings come from the stack (template.yaml sets them on the dispatcher; the API function, which
+registers revisions, gets the task definition and the container name):
 
   TASKGATE_ECS_CLUSTER          cluster name or ARN
-  TASKGATE_ECS_TASK_DEFINITION  task definition ARN (the one revision the role may run)
+  TASKGATE_ECS_TASK_DEFINITION  the stack's verifier task definition (ARN): what runs without an
+                                image, and what a project's image revision copies
   TASKGATE_ECS_CONTAINER        the container's name in it
   TASKGATE_ECS_SUBNETS          comma-separated subnet ids
   TASKGATE_ECS_SECURITY_GROUPS  comma-separated security group ids
@@ -15,12 +19,55 @@ the git token reach it from Secrets Manager through the task definition, never f
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
+from taskgate.domain.verifier_config import IMAGE_VAR
+from taskgate.service.images import ImageRefused
+
 STARTED_BY = "taskgate-dispatcher"
+# What DescribeTaskDefinition returns that RegisterTaskDefinition takes back: a revision of a
+# project's image is the stack's own with only the image changed.
+_REGISTERABLE = (
+    "family",
+    "taskRoleArn",
+    "executionRoleArn",
+    "networkMode",
+    "containerDefinitions",
+    "volumes",
+    "placementConstraints",
+    "requiresCompatibilities",
+    "cpu",
+    "memory",
+    "pidMode",
+    "ipcMode",
+    "proxyConfiguration",
+    "inferenceAccelerators",
+    "ephemeralStorage",
+    "runtimePlatform",
+)
+
+
+def task_command(task_id: str) -> list[str]:
+    """The container's command for one submission (the entry point is `taskgate`)."""
+    return ["verify", "--task", task_id]
+
+
+def project_command(project: str) -> list[str]:
+    """The container's command for the nightly run of one project."""
+    return ["verify", "--once", "--project", project]
+
+
+def _repository(image: str) -> str:
+    """An image reference without its tag or digest."""
+    name = image.split("@", 1)[0]
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    return name[:colon] if colon > slash else name
 
 
 class LaunchFailed(RuntimeError):
@@ -64,22 +111,28 @@ class EcsLauncher:
         first one started."""
         return hashlib.sha256(f"{self.cluster}|{dispatch_id}".encode()).hexdigest()
 
-    def launch(self, dispatch_id: str, task_id: str) -> str:
-        """Start `taskgate verify --task <task_id>`; the started task's ARN."""
+    def launch(self, dispatch_id: str, task_id: str, task_definition: str | None = None) -> str:
+        """Start `taskgate verify --task <task_id>` (in `task_definition`, the stack's own when
+        None); the started task's ARN."""
+        return self._run(dispatch_id, task_command(task_id), task_definition, task_id)
+
+    def launch_project(self, start_id: str, project: str, task_definition: str | None = None) -> str:
+        """Start `taskgate verify --once --project <project>`; the started task's ARN."""
+        return self._run(start_id, project_command(project), task_definition, f"project {project}")
+
+    def _run(self, start_id: str, command: list[str], task_definition: str | None, what: str) -> str:
         network: dict[str, Any] = {"subnets": list(self.subnets), "assignPublicIp": self.public_ip}
         if self.security_groups:
             network["securityGroups"] = list(self.security_groups)
         response = self.client.run_task(
             cluster=self.cluster,
-            taskDefinition=self.task_definition,
+            taskDefinition=task_definition or self.task_definition,
             launchType="FARGATE",
             count=1,
             startedBy=STARTED_BY,
-            clientToken=self.token(dispatch_id),
+            clientToken=self.token(start_id),
             networkConfiguration={"awsvpcConfiguration": network},
-            overrides={
-                "containerOverrides": [{"name": self.container, "command": ["verify", "--task", task_id]}]
-            },
+            overrides={"containerOverrides": [{"name": self.container, "command": command}]},
         )
         tasks = response.get("tasks") or []
         if not tasks:
@@ -87,5 +140,63 @@ class EcsLauncher:
                 f"{f.get('arn', '')} {f.get('reason', '')} {f.get('detail', '')}".strip()
                 for f in response.get("failures") or []
             )
-            raise LaunchFailed(f"ECS started no task for {task_id}: {reasons or 'no reason given'}")
+            raise LaunchFailed(f"ECS started no task for {what}: {reasons or 'no reason given'}")
         return str(tasks[0]["taskArn"])
+
+
+@dataclass
+class EcsTaskDefinitions:
+    """The registrar of service/images.py: a revision of the stack's verifier task definition
+    with another image. The image must be in the stack's verifier repository, the only one the
+    tasks' execution role may pull from."""
+
+    base: str
+    container: str = "verifier"
+    client: Any = None
+    _described: dict[str, Any] | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_env(cls, client: Any | None = None) -> EcsTaskDefinitions:
+        env = os.environ
+        return cls(
+            base=env["TASKGATE_ECS_TASK_DEFINITION"],
+            container=env.get("TASKGATE_ECS_CONTAINER", "verifier"),
+            client=client,
+        )
+
+    def _ecs(self) -> Any:
+        if self.client is None:
+            import boto3  # only a save that names an image pays for it
+
+            self.client = boto3.client("ecs")
+        return self.client
+
+    def _base(self) -> dict[str, Any]:
+        """The stack's task definition, read once per process (the revision never changes)."""
+        with self._lock:
+            if self._described is None:
+                out = self._ecs().describe_task_definition(taskDefinition=self.base)
+                self._described = dict(out["taskDefinition"])
+            return self._described
+
+    def register(self, image: str) -> str:
+        base = self._base()
+        params = {k: copy.deepcopy(base[k]) for k in _REGISTERABLE if k in base}
+        [container] = [c for c in params["containerDefinitions"] if c["name"] == self.container]
+        repository = _repository(str(container["image"]))
+        if _repository(image) != repository:
+            raise ImageRefused(
+                f"it must be in the stack's verifier repository {repository} (the verifier tasks may "
+                f"pull from there only): push it as {repository}:<tag> (docs/deploy.md)"
+            )
+        container["image"] = image
+        env = [e for e in container.get("environment", []) if e["name"] != IMAGE_VAR]
+        container["environment"] = [*env, {"name": IMAGE_VAR, "value": image}]
+        from botocore.exceptions import ClientError
+
+        try:
+            out = self._ecs().register_task_definition(**params)
+        except ClientError as exc:
+            raise ImageRefused(f"ECS refused to register its task definition: {exc}") from exc
+        return str(out["taskDefinition"]["taskDefinitionArn"])

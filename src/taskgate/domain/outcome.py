@@ -14,6 +14,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain.models import Criterion, CriterionKind, SelfReport, Spec, Submission
+from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
 
 
@@ -31,6 +32,8 @@ class CheckResult(BaseModel):
     timed_out: bool = False
     output_tail: str = Field(default="", max_length=20_000)
     duration_ms: int | None = Field(default=None, ge=0)
+    # The tool its shell could not run (exit 126/127), as the verifier established it.
+    missing_tool: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class EvidenceSource(BaseModel):
@@ -133,6 +136,9 @@ def decide(
     timed_out = sorted(name for name, c in checks.items() if c.timed_out)
     if timed_out:
         return Outcome(Verdict.ERROR, f"check timed out: {', '.join(timed_out)}")
+    missing = missing_tools(checks, config)
+    if missing:
+        return Outcome(Verdict.ERROR, missing)
     held_ids = {c.id for c in criteria}
     if not command_criteria_allowed(criteria, spec):
         return Outcome(

@@ -11,6 +11,16 @@ CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
 MIN_TIMEOUT_MINUTES = 0.05
 MAX_TIMEOUT_MINUTES = 240
+# Set in a cloud container's environment by its task definition: the image it runs in.
+IMAGE_VAR = "TASKGATE_VERIFIER_IMAGE"
+# An OCI image reference with an explicit tag or digest: [registry[:port]/]path[:tag][@sha256:hex].
+# Explicit, so a saved config says exactly what a cloud verifier runs in (and "latest" is a
+# choice someone wrote down, not a default nobody saw).
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_RE = re.compile(
+    rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
 
 
 class ReportSpec(BaseModel):
@@ -45,6 +55,24 @@ class VerifierConfig(BaseModel):
     check_timeout_minutes: float = Field(default=15, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
     checks: dict[str, CheckSpec] = Field(default_factory=dict)
     reviewer: ReviewerSpec | None = None
+    # The container image a cloud verifier runs this project's checks in (the dispatcher and the
+    # nightly run start it): the verifier image, or one built FROM it with the project's
+    # toolchain (docs/deploy.md). None: the stack's own verifier image. A local `taskgate
+    # verify` runs where it is and ignores it.
+    image: str | None = Field(default=None, min_length=1, max_length=500)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        m = IMAGE_RE.match(v)
+        if m is None or not (m.group("tag") or m.group("digest")):
+            raise ValueError(
+                "image must be an image reference with a tag or a digest, e.g. "
+                "123456789012.dkr.ecr.us-east-1.amazonaws.com/taskgate-verifier:node20"
+            )
+        return v
 
     @field_validator("checks")
     @classmethod

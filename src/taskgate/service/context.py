@@ -6,7 +6,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskgate import telemetry
 from taskgate.domain.clock import Clock, SystemClock
@@ -30,6 +30,9 @@ from taskgate.store.port import (
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
+if TYPE_CHECKING:
+    from taskgate.service.images import TaskDefinitions
+
 T = TypeVar("T")
 
 SYSTEM = "system:taskgate"
@@ -47,6 +50,9 @@ class Context:
     # just before it commits). A no-op in normal use; tests and TASKGATE_FAULT (runtime.py)
     # use it to stop the process or move the clock at an exact point.
     checkpoint: Callable[[str], None] = _no_fault
+    # The cloud's registrar of a task definition per verifier image (service/images.py); None
+    # where there is no cloud (a local server keeps an image in the config and registers nothing).
+    task_definitions: TaskDefinitions | None = None
 
     # -- commits -----------------------------------------------------------------------------
 

@@ -15,7 +15,14 @@ carries the same pair; a later "verify again" of the same attempt is a new versi
 
 The project's verification switch lives on the project, not on the task, so it is read here:
 with verification off nothing is started and nothing is written (the nightly run and the
-local worker find the task later if it is switched on).
+local worker find the task later if it is switched on). So is its verifier image: the container
+starts from the task definition registered for it (service/images.py), or the stack's own.
+
+The nightly run (`nightly`) starts one container per project that has verification on and work
+waiting, each `verify --once --project <p>` in that project's image. Per project, not per image:
+a container then only ever sees one project's checkouts, and a project whose image changed
+never has its work picked up by a container of another image. Projects without waiting work
+start nothing.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 
 from taskgate import telemetry
-from taskgate.service import records
+from taskgate.domain.models import Status
+from taskgate.service import images, records
 from taskgate.service.context import Context
 from taskgate.store.port import ConflictError, Item, Put
+from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
 
@@ -67,14 +76,29 @@ class Entered:
     version: int
 
 
-# (dispatch id, task id) -> what was started. The dispatch id is stable across retries of
-# the same submission; a launcher uses it as its idempotency token.
-Launch = Callable[[str, str], str]
+# (dispatch id, task id, task definition) -> what was started. The dispatch id is stable
+# across retries of the same submission; a launcher uses it as its idempotency token.
+Launch = Callable[[str, str, str], str]
+# (start id, project, task definition) -> what was started; the start id as above.
+LaunchProject = Callable[[str, str, str], str]
+# Told when a project's image revision was copied from an older stack task definition.
+Stale = Callable[[str, str], None]
 
 
-def dispatch(ctx: Context, entered: Entered, launch: Launch) -> Outcome:
-    if not ctx.project(entered.project).verification_on:
+def _no_note(_project: str, _task_definition: str) -> None:
+    return None
+
+
+def dispatch(
+    ctx: Context, entered: Entered, launch: Launch, *, base: str, stale: Stale = _no_note
+) -> Outcome:
+    """`base`: the stack's verifier task definition, for projects whose config names no image."""
+    project = ctx.project(entered.project)
+    if not project.verification_on:
         return Outcome.VERIFICATION_OFF
+    task_definition, old = images.task_definition_for(ctx, project, base)  # NotRegistered: retried
+    if old:
+        stale(project.name, task_definition)
     pk, sk = records.dispatch_key(entered.task_id, entered.attempt, entered.version)
     now = ctx.clock.now()
     record = Dispatch(
@@ -95,7 +119,7 @@ def dispatch(ctx: Context, entered: Entered, launch: Launch) -> Outcome:
         if previous.state is State.STARTED:
             return Outcome.DUPLICATE
         record, stored_version = previous, item.version
-    started = launch(f"{pk}|{sk}", entered.task_id)
+    started = launch(f"{pk}|{sk}", entered.task_id, task_definition)
     done = record.model_copy(
         update={"state": State.STARTED, "started_at": ctx.clock.now(), "started": started}
     )
@@ -109,3 +133,48 @@ def dispatch(ctx: Context, entered: Entered, launch: Launch) -> Outcome:
         return Outcome.DUPLICATE
     telemetry.count(Metric.VERIFIER_TASKS)
     return Outcome.STARTED
+
+
+@dataclass(frozen=True)
+class NightlyStart:
+    project: str
+    task_definition: str
+    started: str
+
+
+@dataclass
+class Nightly:
+    started: list[NightlyStart]
+    failed: dict[str, str]  # project -> why nothing started for it
+
+
+def _waiting(ctx: Context, project: str) -> bool:
+    page = ctx.store.query_index(
+        IndexName.QUEUE, records.queue_pk(project, Status.NEEDS_VERIFICATION), limit=1
+    )
+    return bool(page.items)
+
+
+def nightly(
+    ctx: Context, run_id: str, launch: LaunchProject, *, base: str, stale: Stale = _no_note
+) -> Nightly:
+    """One container per project with verification on and work waiting. `run_id` is the
+    schedule's execution id: a retried invocation sends the same start ids, so ECS answers a
+    start that already happened with the task it started. One project failing (an image never
+    registered, ECS refusing) starts the others and is reported."""
+    out = Nightly(started=[], failed={})
+    for name in ctx.project_names():
+        project = ctx.project(name)
+        if not project.verification_on or not _waiting(ctx, name):
+            continue
+        try:
+            task_definition, old = images.task_definition_for(ctx, project, base)
+            if old:
+                stale(name, task_definition)
+            arn = launch(f"nightly|{run_id}|{name}", name, task_definition)
+        except Exception as exc:  # reported per project; the run goes on with the next one
+            out.failed[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        telemetry.count(Metric.VERIFIER_TASKS)
+        out.started.append(NightlyStart(project=name, task_definition=task_definition, started=arn))
+    return out

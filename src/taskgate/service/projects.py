@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,9 +21,10 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig, draft_from_commands
-from taskgate.service import project_history, records
+from taskgate.service import images, project_history, records
 from taskgate.service.context import Context, event, put_event
 from taskgate.store.port import Item, Page, Put
+from taskgate.store.port import Op as StoreOp
 
 
 def create(ctx: Context, who: Acting, name: str, *, repo: str = "", description: str = "") -> Project:
@@ -58,10 +60,20 @@ def list_all(ctx: Context, who: Acting) -> list[Project]:
     return [records.load(Project, i) for i in items]
 
 
-def _save(ctx: Context, who: Acting, old: Project, new: Project, action: str, **detail: Any) -> Project:
+def _save(
+    ctx: Context,
+    who: Acting,
+    old: Project,
+    new: Project,
+    action: str,
+    also: Sequence[StoreOp] = (),
+    /,
+    **detail: Any,
+) -> Project:
     ops = [
         Put(records.project_item(new), old.version),
         put_event(event(who, action, project=old.name, at=ctx.clock.now(), **detail)),
+        *also,
     ]
     ctx.commit(ops)
     return new.model_copy(update={"version": old.version + 1})
@@ -176,13 +188,17 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
     except ValidationError as exc:
         raise invalid(f"verifier config: {exc.errors(include_url=False)}") from exc
     old = ctx.project(name)
+    # In the cloud, an image gets its task definition now, in the same commit as the config.
+    also, registered = images.on_save(ctx, who, parsed.image)
     return _save(
         ctx,
         who,
         old,
         old.model_copy(update={"verifier_config": parsed}),
         "verifier_config_changed",
+        also,
         config=parsed.model_dump(mode="json"),
+        **registered,
     )
 
 

@@ -17,6 +17,7 @@ T#<task id>   NOTES                how many notes the task has (for the cap)
 T#<task id>   R#<time>#<run id>    verification run
 T#<task id>   D#<attempt>#<version> verifier dispatch (cloud: one Fargate task per submission)
 KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
+IMAGES        <image reference>    the task definition registered for a verifier image (cloud)
 """
 
 from __future__ import annotations
@@ -290,6 +291,13 @@ def run_key(task_id: str, run_id: str) -> tuple[str, str]:
 def run_item(run: VerificationRun) -> Item:
     pk, sk = run_key(run.task_id, run.id)
     return Item(pk, sk, _body(run), _next(run.version))
+
+
+IMAGES_PK = "IMAGES"
+
+
+def image_key(image: str) -> tuple[str, str]:
+    return (IMAGES_PK, image)
 
 
 def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:

@@ -20,8 +20,9 @@ from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.testrefs import match_reports
-from taskgate.domain.verifier_config import ReviewerSpec, VerifierConfig
-from taskgate.verifier import process, reviewer
+from taskgate.domain.tooling import ADVICE, no_tool
+from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
+from taskgate.verifier import process, reviewer, tools
 from taskgate.verifier.checkout import Checkout, CheckoutError, checkout
 from taskgate.verifier.reading import ReportMissing, read_report
 
@@ -87,6 +88,13 @@ class Runner:
         by_kind = {k: [c for c in criteria if c.kind is k] for k in CriterionKind}
         self._refuse_early(work, cfg, by_kind)
         assert cfg is not None
+        mine = self.env.get(IMAGE_VAR)
+        if cfg.image and mine and cfg.image != mine:
+            # A container of another image would run the checks without their toolchain.
+            raise RunError(
+                f"this verifier runs in image {mine}, and the project's verifier config names {cfg.image} "
+                "(changed since this container started?): a container of that image verifies it"
+            )
         sha = work["commit_sha"]
         with g.timed("checkout"):
             try:
@@ -143,6 +151,10 @@ class Runner:
             split_stderr=stdin is not None,  # the reviewer answers on stdout; its stderr is noise
         )
 
+    def _missing(self, command: str, done: process.Finished) -> str | None:
+        """The tool the command's shell could not run (exit 126/127), if that is what happened."""
+        return tools.unrunnable(command, done.exit_code, done.output + done.errors, self.env)
+
     def _checks(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
         for name, check in cfg.checks.items():
             minutes = check.timeout_minutes or cfg.check_timeout_minutes
@@ -153,11 +165,14 @@ class Runner:
                 timed_out=done.timed_out,
                 output_tail=_tail(done.output),
                 duration_ms=done.duration_ms,
+                missing_tool=self._missing(check.command, done),
             )
             if done.timed_out:
                 self.progress(f"check {name}: timed out after {_seconds(minutes)}, stopped")
                 raise RunError(f"check {name} timed out after {_seconds(minutes)}")
             self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s")
+            if g.checks[name].missing_tool:
+                self.progress(f"check {name}: its shell could not run `{g.checks[name].missing_tool}` here")
 
     def _reports(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> dict[str, Report]:
         reports: dict[str, Report] = {}
@@ -204,6 +219,9 @@ class Runner:
                 raise RunError(
                     f"command criteria took longer than {_seconds(cfg.check_timeout_minutes)} (at {c.id})"
                 )
+            tool = self._missing(command, done)
+            if tool is not None and done.exit_code is not None:
+                raise RunError(no_tool(tool, f"{c.id}'s command", command, done.exit_code) + ADVICE)
             ok = done.exit_code == 0
             detail = f"exit {done.exit_code} in {done.duration_ms / 1000:.2f} s"
             if not ok and done.output.strip():
@@ -230,6 +248,9 @@ class Runner:
         done = self._run(spec.command, co, cfg.check_timeout_minutes, stdin=text.encode())
         if done.timed_out:
             raise RunError(f"the reviewer took longer than {_seconds(cfg.check_timeout_minutes)}")
+        tool = self._missing(spec.command, done)
+        if tool is not None and done.exit_code is not None:
+            raise RunError(no_tool(tool, "the reviewer", spec.command, done.exit_code) + ADVICE)
         if done.exit_code != 0:
             said = (done.errors.strip() or done.output.strip())[-500:]
             raise RunError(f"the reviewer exited {done.exit_code}: {said}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from taskgate.client import ApiError, Client
+from taskgate.domain.verifier_config import IMAGE_VAR
 from taskgate.verifier.run import Gathered, Runner
 
 POLL_EVERY_S = 30.0
@@ -86,6 +87,7 @@ class Worker:
         self.reviewer = Client(opts.server, opts.reviewer_key) if opts.reviewer_key else None
         self.env = dict(os.environ if env is None else env)
         self.secrets = [s for s in (opts.verifier_key, opts.reviewer_key, opts.git_token) if s]
+        self._images_told: set[str] = set()
 
     # -- output ------------------------------------------------------------------------------
 
@@ -164,6 +166,7 @@ class Worker:
             return None
         run_id = work["run_id"]
         self.say(f"{task_id}: verifying {work['commit_sha'][:12]} (run {run_id})")
+        self._about_image(task_id, (work.get("config") or {}).get("image"))
         start_s = time.monotonic() - began
         runner = Runner(
             env=self.env,
@@ -210,6 +213,18 @@ class Worker:
         )
         self._report(result)
         return result
+
+    def _about_image(self, task_id: str, image: str | None) -> None:
+        """A config's image is for the cloud's containers; a verifier outside one (no
+        TASKGATE_VERIFIER_IMAGE) runs the checks where it runs, and says so once per image."""
+        if not image or self.env.get(IMAGE_VAR) or image in self._images_told:
+            return
+        self._images_told.add(image)
+        self.note(
+            f"{task_id}: the verifier config names image {image}, which the cloud's verifier runs in; "
+            "this verifier is not in a container of it and ignores it: the checks run with this "
+            "machine's tools (said once)"
+        )
 
     def _finish(self, task_id: str, run_id: str, g: Gathered, *, quiet: bool = False) -> dict[str, Any]:
         base = f"/api/verifier/runs/{_path(task_id, run_id)}"

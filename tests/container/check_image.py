@@ -1,0 +1,325 @@
+"""The verifier image, built and run for real (podman + runc), as the cloud runs it.
+
+Not part of the suite (the file name is not test_*.py): scripts/container-check.sh runs it after
+it, and CI runs that script. It makes the base image locally from Debian's packages (cached by
+podman between runs on a machine), builds verifier_container/Dockerfile as written on that base,
+builds the derived node image (verifier_container/Dockerfile.node), lints both, and runs the
+containers the way template.yaml's task definition runs them against a real `taskgate serve` on
+this machine, each cloning a real repository by URL from a `git daemon` on 127.0.0.1 (the
+shallow fetch of a remote, as in the cloud). Every phase prints how long it took.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskgate.cloud.ecs import project_command, task_command
+from tests.container.engine import ROOT, Podman, Ran, TaskDefinition, Timings, run_as_ecs, verifier_base
+from tests.mcp.live import Live, free_port, start, stop
+from tests.verifier.support import Gate, Repo, git
+
+pytestmark = pytest.mark.timeout(1800)
+DOCKERFILE = ROOT / "verifier_container" / "Dockerfile"
+NODE_DOCKERFILE = ROOT / "verifier_container" / "Dockerfile.node"
+VERIFIER_TAG = "localhost/taskgate-verifier:check"
+NODE_TAG = "localhost/taskgate-verifier:check-node"
+HADOLINT = Path(sys.executable).with_name("hadolint")
+_n = itertools.count(1)
+
+# A Python project in the image's own terms (Python and git only): its check writes seed 000's
+# JSON report and exits as its tests did.
+CHECK_PY = """\
+import json, os, sys, unittest
+
+os.makedirs("reports", exist_ok=True)
+suite = unittest.defaultTestLoader.discover(".", pattern="test_*.py")
+tests = []
+
+
+class Record(unittest.TextTestResult):
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        tests.append({"id": test.id(), "status": "passed"})
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        tests.append({"id": test.id(), "status": "failed", "message": str(err[1])})
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        tests.append({"id": test.id(), "status": "failed", "message": str(err[1])})
+
+
+ok = unittest.TextTestRunner(resultclass=Record, verbosity=2).run(suite).wasSuccessful()
+json.dump({"tests": tests}, open("reports/results.json", "w"))
+sys.exit(0 if ok else 1)
+"""
+SLUG_PY = (
+    'import re\n\n\ndef slugify(text):\n    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")\n'
+)
+BROKEN_SLUG_PY = SLUG_PY.replace("a-z0-9", "a-z")
+TEST_SLUG_PY = """\
+import unittest
+
+from slug import slugify
+
+
+class TestSlugify(unittest.TestCase):
+    def test_keeps_digits(self):
+        self.assertEqual(slugify("Route 66"), "route-66")
+"""
+PY_CONFIG: dict[str, Any] = {
+    "check_timeout_minutes": 2,
+    "checks": {
+        "unit": {"command": "python3 check.py", "report": {"path": "reports/results.json", "format": "json"}}
+    },
+}
+PY_DIGITS = {
+    "text": "digits are kept",
+    "kind": "test",
+    "verify_ref": "test_slug.TestSlugify.test_keeps_digits",
+}
+
+SLUG_TEST_JS = """\
+const { describe, it } = require('node:test');
+const assert = require('node:assert');
+const slugify = (s) => s.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+describe('slugify', () => {
+  it('keeps digits', () => assert.strictEqual(slugify('Route 66'), 'route-66'));
+});
+"""
+NODE_CHECKS: dict[str, Any] = {
+    "unit": {
+        "command": "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml",
+        "report": {"path": "reports/junit.xml", "format": "junit"},
+    }
+}
+NODE_DIGITS = {"text": "digits are kept", "kind": "test", "verify_ref": "slugify > keeps digits"}
+
+
+@dataclass
+class Images:
+    base: str
+    verifier: str
+    node: str
+
+
+@pytest.fixture(scope="module")
+def timings() -> Iterator[Timings]:
+    began = time.monotonic()
+    t = Timings([])
+    yield t
+    t.add("the whole container check", time.monotonic() - began)
+
+
+@pytest.fixture(scope="module")
+def podman(tmp_path_factory: pytest.TempPathFactory) -> Podman:
+    found = subprocess.run(["podman", "--version"], capture_output=True, text=True, check=False)
+    assert found.returncode == 0, "podman is missing: scripts/container-check.sh installs it (apt)"
+    return Podman.configured(tmp_path_factory.mktemp("podman"))
+
+
+@pytest.fixture(scope="module")
+def images(podman: Podman, timings: Timings) -> Images:
+    base, cached, seconds = verifier_base(podman)
+    timings.add(f"base image {base} ({'cached' if cached else 'made with debootstrap'})", seconds)
+    timings.add("verifier image built", podman.build(DOCKERFILE, ROOT, VERIFIER_TAG, BASE=base))
+    timings.add(
+        "node image built",
+        podman.build(NODE_DOCKERFILE, NODE_DOCKERFILE.parent, NODE_TAG, VERIFIER=VERIFIER_TAG),
+    )
+    for tag in (base, VERIFIER_TAG, NODE_TAG):
+        print(f"container check: {tag}: {podman.size(tag) / 1e6:.0f} MB", flush=True)
+    return Images(base, VERIFIER_TAG, NODE_TAG)
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    server = start(tmp_path_factory.mktemp("taskgate-data"))
+    try:
+        yield server
+    finally:
+        stop(server)
+
+
+@dataclass
+class Daemon:
+    root: Path
+    port: int
+
+    def url(self, name: str) -> str:
+        return f"git://127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """`git daemon` on 127.0.0.1 serving every repository under its root, read-only."""
+    root = tmp_path_factory.mktemp("served")
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            f"--base-path={root}",
+            "--export-all",
+            "--reuseaddr",
+            "--informative-errors",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            str(root),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"git daemon exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("git daemon did not listen within 20 s") from None
+            time.sleep(0.05)
+    try:
+        yield Daemon(root, port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _gate(live: Live, daemon: Daemon, files: dict[str, str], config: dict[str, Any]) -> Gate:
+    """A project whose repository is a URL the container clones from (the git daemon)."""
+    name = f"c{next(_n)}-{os.getpid()}"
+    repo = Repo.create(daemon.root / name, files)
+    live.ok("POST", "/api/projects", {"name": name, "repo": daemon.url(name)})
+    agent_key, _ = live.key(f"exec-{name}", projects=[name])
+    verifier_key, verifier_id = live.key(
+        f"ci-{name}", kind="verifier", verifier_kind="local", projects=[name]
+    )
+    reviewer_key, _ = live.key(f"rev-{name}", kind="verifier", verifier_kind="reviewer", projects=[name])
+    gate = Gate(live, name, repo, agent_key, verifier_key, verifier_id, reviewer_key)
+    gate.configure(config)
+    live.ok("PUT", f"/api/projects/{name}/verification", {"on": True})
+    return gate
+
+
+def _run(podman: Podman, gate: Gate, image: str, command: list[str], timings: Timings, what: str) -> Ran:
+    """The container as ECS starts it: the server's URL and the image as the task definition's
+    environment, the stack's secret document holding this project's verifier key."""
+    ran = run_as_ecs(
+        podman,
+        image,
+        command,
+        values={"TASKGATE_SERVER": gate.live.base, "TASKGATE_VERIFIER_IMAGE": image},
+        secret={"verifier_key": gate.verifier_key, "reviewer_key": "", "git_token": ""},
+    )
+    timings.add(f"{what} ({' '.join(command)})", ran.seconds)
+    assert ran.leftovers == [], f"the container left {ran.leftovers} behind"
+    return ran
+
+
+def test_the_dockerfiles_pass_hadolint() -> None:
+    for dockerfile in (DOCKERFILE, NODE_DOCKERFILE):
+        done = subprocess.run([str(HADOLINT), str(dockerfile)], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (dockerfile, done.stdout + done.stderr)
+
+
+def test_the_run_follows_the_task_definition_in_template_yaml() -> None:
+    td = TaskDefinition.from_template()
+    assert td.entry_point == ["taskgate"]
+    assert set(td.secrets) == {"TASKGATE_VERIFIER_KEY", "TASKGATE_REVIEWER_KEY", "TASKGATE_GIT_TOKEN"}
+    assert "TASKGATE_SERVER" in td.environment
+
+
+def test_a_passing_and_a_failing_submission_end_verified_and_ready(
+    podman: Podman, images: Images, live: Live, daemon: Daemon, timings: Timings
+) -> None:
+    gate = _gate(
+        live,
+        daemon,
+        {
+            "check.py": CHECK_PY,
+            "slug.py": BROKEN_SLUG_PY,
+            "test_slug.py": TEST_SLUG_PY,
+            ".gitignore": "reports/\n",
+        },
+        PY_CONFIG,
+    )
+    passing, failing = gate.task([PY_DIGITS]), gate.task([PY_DIGITS])
+    broken = git(gate.repo.path, "rev-parse", "HEAD")
+    gate.submit(passing, gate.repo.commit({"slug.py": SLUG_PY}, "keep digits"))
+    gate.submit(failing, broken)  # not the branch's tip: fetched by its hash, shallow
+
+    ran = _run(podman, gate, images.verifier, task_command(passing), timings, "dispatched run, passing")
+    assert ran.done.returncode == 0, ran.output
+    assert f"{passing}: passed -> verified" in ran.output, ran.output
+    assert f"from {daemon.url(gate.project)}" in ran.output  # the checkout fetched the URL
+    assert gate.detail(passing)["task"]["status"] == "verified"
+
+    ran = _run(podman, gate, images.verifier, project_command(gate.project), timings, "nightly run, failing")
+    assert ran.done.returncode == 0, ran.output
+    assert f"{failing}: failed -> ready" in ran.output, ran.output
+    task = gate.detail(failing)["task"]
+    assert task["status"] == "ready" and task["attempts_used"] == 1
+    [run] = gate.detail(failing)["runs"]
+    [evidence] = run["evidence"].values()  # the second task's spec: AC-2.1
+    assert evidence["result"] == "fail" and run["commit_sha"] == broken
+
+
+def test_the_derived_node_image_verifies_a_node_test_repository(
+    podman: Podman, images: Images, live: Live, daemon: Daemon, timings: Timings
+) -> None:
+    assert podman.user(images.node) == podman.user(images.verifier)  # the checks' user is unchanged
+    gate = _gate(
+        live,
+        daemon,
+        {"package.json": '{"name": "slug", "private": true}\n'},
+        {"checks": NODE_CHECKS, "image": images.node},
+    )
+    tid = gate.task([NODE_DIGITS])
+    gate.submit(tid, gate.repo.commit({"slug.test.js": SLUG_TEST_JS}))
+    ran = _run(podman, gate, images.node, task_command(tid), timings, "node image, dispatched run")
+    assert ran.done.returncode == 0 and f"{tid}: passed -> verified" in ran.output, ran.output
+    [run] = gate.detail(tid)["runs"]
+    assert run["evidence"]["AC-1.1"]["source"] == {
+        "check": "unit",
+        "report": "reports/junit.xml",
+        "ref": "slugify > keeps digits",
+    }
+
+
+def test_the_verifier_image_without_node_says_so_and_uses_no_attempt(
+    podman: Podman, images: Images, live: Live, daemon: Daemon, timings: Timings
+) -> None:
+    gate = _gate(
+        live, daemon, {"package.json": '{"name": "slug", "private": true}\n'}, {"checks": NODE_CHECKS}
+    )
+    tid = gate.task([NODE_DIGITS])
+    gate.submit(tid, gate.repo.commit({"slug.test.js": SLUG_TEST_JS}))
+    ran = _run(podman, gate, images.verifier, task_command(tid), timings, "verifier image, node check")
+    assert ran.done.returncode == 0 and f"{tid}: error -> needs_verification" in ran.output, ran.output
+    task = gate.detail(tid)["task"]
+    assert task["status"] == "needs_verification" and task["attempts_used"] == 0
+    [run] = gate.detail(tid)["runs"]
+    assert run["summary"].startswith("the verifier's image has no `node`: check unit"), run["summary"]
+
+
+def test_a_second_run_reuses_the_cached_base(podman: Podman, images: Images, timings: Timings) -> None:
+    base, cached, seconds = verifier_base(podman)
+    timings.add("base image again", seconds)
+    assert (base, cached) == (images.base, True)
+    assert seconds < 30
