@@ -14,11 +14,12 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from taskgate.client import ApiError, Client
 from taskgate.verifier.run import Gathered, Runner
+from taskgate.verifier.sandbox import Sandbox
 
 POLL_EVERY_S = 30.0
 FINISH_TRIES = 3
@@ -40,6 +41,7 @@ class Options:
     project: str | None = None
     interval_s: float = POLL_EVERY_S
     json: bool = False
+    sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
 
 
 @dataclass
@@ -171,6 +173,7 @@ class Worker:
             git_token=self.opts.git_token,
             reviewer_available=self.reviewer is not None,
             progress=self._printer(task_id),
+            sandbox=self.opts.sandbox,
         )
         try:
             gathered = runner.execute(work)
@@ -262,6 +265,7 @@ def options_from_env(
     interval_s: float,
     json_lines: bool,
     env: dict[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Options:
     e = os.environ if env is None else env
     key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
@@ -277,4 +281,5 @@ def options_from_env(
         project=project,
         interval_s=interval_s,
         json=json_lines,
+        sandbox=sandbox or Sandbox(),
     )
