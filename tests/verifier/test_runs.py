@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.mcp.live import Live
 from tests.verifier.support import (
@@ -274,14 +277,21 @@ def test_a_run_is_superseded_when_the_human_accepts_meanwhile(live: Live, tmp_pa
     assert task["status"] == "done" and task["attempts"][0]["ending"] == "accepted"
 
 
-def test_ctrl_c_ends_the_current_run_as_an_error_without_a_hang(live: Live, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "sigint", ["SIG_DFL", "SIG_IGN"], ids=["from-a-terminal", "started-with-sigint-ignored"]
+)
+def test_ctrl_c_ends_the_current_run_as_an_error_without_a_hang(
+    live: Live, tmp_path: Path, sigint: str
+) -> None:
+    """SIG_IGN: `taskgate verify &` from a script, or under nohup, inherits SIGINT ignored;
+    `kill -INT` (or Ctrl-C after `fg`) must still stop it."""
     config = pytest_config()
     marker, pidfile = tmp_path / "started", tmp_path / "sleep.pid"
     config["checks"]["slow"] = {"command": f"sleep 600 & echo $! > {pidfile}; touch {marker}; wait"}
     gate = slug_gate(live, tmp_path, config)
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(tid, gate.repo.commit({"slug.py": SLUGIFY}))
-    proc = _spawn_verify(gate)
+    proc = _spawn_verify(gate, sigint)
     _wait_for(marker.exists)
     proc.send_signal(signal.SIGINT)
     try:
@@ -362,12 +372,23 @@ def _wait_for(cond: Any, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def _spawn_verify(gate: Gate) -> subprocess.Popen[str]:
+# Starts `taskgate verify` (argv[1:]) in this same process with SIGINT set to argv[0] (SIG_DFL or
+# SIG_IGN), whatever the test process itself inherited: a suite started in the background (`&`
+# from a script, nohup) has SIGINT ignored, and every child would inherit that.
+_WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def _spawn_verify(gate: Gate, sigint: str = "SIG_DFL") -> subprocess.Popen[str]:
+    """`taskgate verify --once` on the gate's project, started with SIGINT's disposition
+    `sigint`: SIG_DFL as from a terminal, SIG_IGN as a job a script started with `&`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
     env |= {"TASKGATE_SERVER": gate.live.base, "TASKGATE_VERIFIER_KEY": gate.verifier_key}
     env["PYTHONFAULTHANDLER"] = "1"
     return subprocess.Popen(
-        [TASKGATE, "verify", "--once", "--project", gate.project],
+        [sys.executable, "-c", _WITH_SIGINT, sigint, TASKGATE, "verify", "--once", "--project", gate.project],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
