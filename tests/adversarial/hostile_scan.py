@@ -16,7 +16,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -194,7 +193,7 @@ def main() -> None:
     # Whatever of it can be reached without listing it: the checkout, and HOME and TMPDIR when
     # they are the run's own (under the temp directory, not some user's whole home).
     for extra in {str(Path.cwd()), os.environ.get("HOME", ""), os.environ.get("TMPDIR", "")} - {""}:
-        if Path(extra).resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()):
+        if Path(extra).resolve().is_relative_to("/tmp"):
             scan.tree(Path(extra))
     calls: list[dict[str, Any]] = []
     task = CONFIG["task_id"]
@@ -222,6 +221,8 @@ def main() -> None:
         "files_refused": scan.files_refused,
         "calls": calls,
         "env_names": sorted(os.environ),
+        "home": os.environ.get("HOME"),
+        "tmpdir": os.environ.get("TMPDIR"),
     }
     out = Path(CONFIG["out"])
     tmp = out.with_suffix(".part")

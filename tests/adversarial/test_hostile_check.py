@@ -34,7 +34,14 @@ from taskgate.verifier import hardening
 from taskgate.verifier.sandbox import default_check_user
 from tests.mcp.live import Live, start, stop
 from tests.support.container import Image
-from tests.support.users import IS_ROOT, check_python, ensure_user, shared_tmp, taskgate_command
+from tests.support.users import (
+    IS_ROOT,
+    TEST_WORKER,
+    check_python,
+    ensure_user,
+    shared_tmp,
+    taskgate_command,
+)
 from tests.verifier.support import SLUGIFY, SLUGIFY_TESTS, TASKGATE, Gate, Repo, pytest_config
 
 pytestmark = pytest.mark.skipif(not IS_ROOT, reason="switching users needs the suite to run as root")
@@ -43,7 +50,6 @@ SCANNER = Path(__file__).with_name("hostile_scan.py")
 BROKEN = SLUGIFY.replace("a-z0-9", "a-z")  # drops digits: the real test fails
 REF = "test_slug.TestSlugify.test_keeps_digits"
 KEEPS_DIGITS = {"text": "digits are kept", "kind": "test", "verify_ref": REF}
-TEST_WORKER = "taskgate-test-worker"  # the unprivileged user a whole `taskgate verify` runs as
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +158,14 @@ def judge(h: Hostile, lines: list[dict[str, Any]], worker_pid: int) -> dict[str,
     assert [r["status"] for r in detail["runs"]] == ["failed"]
     assert detail["task"]["attempts_used"] == 1
     assert detail["runs"][0]["evidence"]["AC-1.1"]["result"] == "fail"
+    assert not Path(scan["run_dir"]).exists()  # taken back and removed, whoever owned what
     return scan
+
+
+def own_home(scan: dict[str, Any]) -> None:
+    """Run as the check user, a check's HOME and TMPDIR are its run's own, removed with it."""
+    for d in (scan["home"], scan["tmpdir"]):
+        assert Path(d).parent == Path(scan["run_dir"]), (d, scan["run_dir"])
 
 
 def test_a_root_verifier_runs_the_hostile_check_as_the_check_user(live: Live, where: Path) -> None:
@@ -168,6 +181,7 @@ def test_a_root_verifier_runs_the_hostile_check_as_the_check_user(live: Live, wh
     check = pwd.getpwnam(default_check_user())
     assert (scan["uid"], scan["gid"], scan["groups"]) == (check.pw_uid, check.pw_gid, [])
     assert scan["procs"][str(proc.pid)]["uid"] == ["0"]  # the worker stayed root; the check did not
+    own_home(scan)
 
 
 def test_an_unprivileged_verifier_keeps_its_keys_from_a_check_of_its_own_user(
@@ -206,3 +220,39 @@ def test_the_containers_entrypoint_runs_worker_and_checks_as_two_users(live: Liv
     worker = scan["procs"][str(proc.pid)]
     assert worker["uid"] == [str(worker_uid)]
     assert int(worker["cap_eff"], 16) == sum(1 << c for c in hardening.KEEP)
+    own_home(scan)
+
+
+def test_even_root_finds_no_key_in_the_running_verifiers_environment_block(live: Live, where: Path) -> None:
+    """/proc/<pid>/environ shows the block a process started with, whatever os.environ says
+    later: the verifier overwrites its keys there once read. Root reads it despite non-dumpable,
+    so what root sees is what any later slip (a core dump, a debugger) would."""
+    marker = where / "started"
+    repo = Repo.create(where / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS})
+    config = pytest_config()
+    config["checks"]["wait"] = {"command": f"touch {marker}; sleep 2"}
+    gate = Gate.create(live, repo, config)
+    tid = gate.task([KEEPS_DIGITS])
+    gate.submit(tid, repo.commit({"README": "x\n"}))
+    keys = {
+        "TASKGATE_VERIFIER_KEY": gate.verifier_key,
+        "TASKGATE_REVIEWER_KEY": gate.reviewer_key,
+        "TASKGATE_GIT_TOKEN": f"gittoken-{secrets.token_hex(16)}",
+        "AWS_SECRET_ACCESS_KEY": f"awssecret-{secrets.token_hex(16)}",
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    proc = subprocess.Popen(
+        [TASKGATE, "verify", "--once", "--project", gate.project, "--json"],
+        env={**base, "TASKGATE_SERVER": live.base, **keys},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+    block = Path(f"/proc/{proc.pid}/environ").read_bytes()
+    [line] = finish(proc)
+    assert line["verdict"] == "passed", line
+    assert b"PATH=" in block  # the block is there, the rest of it intact
+    for name, value in keys.items():
+        assert value.encode() not in block, name

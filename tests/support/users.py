@@ -29,6 +29,7 @@ from pathlib import Path
 
 IS_ROOT = os.geteuid() == 0
 NOBODY = "nobody"
+TEST_WORKER = "taskgate-test-worker"  # an unprivileged user a whole `taskgate verify` runs as
 _PROBE = "import pytest, taskgate.cli"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.live import Live
+from tests.support.users import TEST_WORKER, check_python, ensure_user, taskgate_command
 from tests.verifier.support import (
     PYTEST_CHECK,
     SLUGIFY,
@@ -346,6 +347,33 @@ def test_verify_needs_a_key_and_a_reachable_server(tmp_path: Path) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs the suite to run as root")
+def test_checks_never_run_as_root_and_only_root_switches_users() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    env |= {"TASKGATE_VERIFIER_KEY": "tgv_000000000000_" + "x" * 32, "TASKGATE_SERVER": "http://127.0.0.1:9"}
+
+    def verify(exe: str, *flags: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [exe, "verify", "--once", *flags], env=env, capture_output=True, text=True, timeout=30, **kw
+        )
+
+    as_root = verify(TASKGATE, "--check-user", "root")
+    assert as_root.returncode != 0 and "checks never run as root" in as_root.stderr
+    same = verify(TASKGATE, "--check-user", "nobody", "--worker-user", "nobody")
+    assert same.returncode != 0 and "must be neither root nor the check user nobody" in same.stderr
+    user = ensure_user(TEST_WORKER)
+    plain = verify(
+        taskgate_command(check_python()),
+        "--check-user",
+        "nobody",
+        user=user.pw_uid,
+        group=user.pw_gid,
+        extra_groups=[],
+        cwd="/",
+    )
+    assert plain.returncode != 0 and "needs the verifier to start as root" in plain.stderr, plain.stderr
 
 
 def _alive(pid: int, settle_s: float = 5.0) -> bool:
