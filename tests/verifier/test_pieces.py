@@ -95,7 +95,7 @@ def repo(tmp_path: Path) -> Repo:
     return r
 
 
-def test_a_local_checkout_is_a_detached_worktree_removed_afterwards(repo: Repo) -> None:
+def test_a_local_checkout_is_a_clean_repository_of_its_own_removed_afterwards(repo: Repo) -> None:
     sha = git(repo.path, "rev-parse", "HEAD")
     repo.write({"a.txt": "dirty\n", "new.txt": "untracked\n"})
     with checkout(str(repo.path), sha[:12]) as co:

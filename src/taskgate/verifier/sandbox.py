@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -149,7 +148,3 @@ def _chown_tree(top: Path, uid: int, gid: int, *, dir_mode: int | None = None) -
                     todo.append(where / name)
         finally:
             os.close(fd)
-
-
-def mode_of(path: Path) -> int:
-    return stat.S_IMODE(os.lstat(path).st_mode)
