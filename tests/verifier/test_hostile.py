@@ -203,3 +203,23 @@ def test_a_check_leaves_nothing_in_home_for_a_later_runs_checks(live: Live, tmp_
     assert [line["verdict"] for line in lines] == ["passed", "passed"], lines
     assert seen.read_text().split() == ["clean", "clean"]
     assert not (home / "planted").exists()
+
+
+def test_what_a_check_left_to_end_on_its_own_is_reaped_not_kept_as_a_zombie(
+    live: Live, tmp_path: Path
+) -> None:
+    """An orphan of a check comes back to the verifier (it is a child subreaper); one that ends
+    by itself must be waited for, or a polling verifier collects zombies run after run."""
+    count = tmp_path / "zombies"
+    repo = Repo.create(tmp_path / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS})
+    config = pytest_config()
+    config["checks"]["orphan"] = {"command": "sh -c 'sleep 0.2 &'; sleep 1"}
+    config["checks"]["count"] = {  # its parent is the verifier: count the verifier's zombies
+        "command": f"cat /proc/[0-9]*/stat 2>/dev/null | awk -v p=$PPID '$3 == \"Z\" && $4 == p' | wc -l > {count}"
+    }
+    gate = Gate.create(live, repo, config)
+    tid = gate.task([KEEPS_DIGITS])
+    gate.submit(tid, repo.commit({"README": "x\n"}))
+    [line] = gate.verify_json()
+    assert line["verdict"] == "passed", line
+    assert count.read_text().split() == ["0"]

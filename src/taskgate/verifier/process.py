@@ -150,14 +150,26 @@ def kill_descendants(rounds: int = 50) -> None:
     for _ in range(rounds):
         found = descendants(me)
         if not found:
-            return
+            break
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
-        for pid in found:
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
+        _reap()
+    _reap()
+
+
+def _reap() -> None:
+    """Wait for every child that has ended: orphans that came back to the subreaper and exited
+    on their own would stay zombies for as long as the verifier polls. Called only between
+    commands, when no child of ours is one a Popen still waits for."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _kill_leftovers(pgid: int, mark: str, *, every_descendant: bool) -> None:
