@@ -77,7 +77,8 @@ class Scan:
 
     def process(self, pid: str, *, deep: bool) -> None:
         st = _status(pid)
-        info: dict[str, Any] = {"uid": st.get("Uid", "").split()[:1], "cap_eff": st.get("CapEff")}
+        info: dict[str, Any] = {"uid": st.get("Uid", "").split()[:1], "no_new_privs": st.get("NoNewPrivs")}
+        info |= {k.lower(): st.get(k) for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")}
         for part in ("environ", "cmdline"):
             try:
                 data = Path(f"/proc/{pid}/{part}").read_bytes()

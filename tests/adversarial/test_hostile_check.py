@@ -219,7 +219,14 @@ def test_the_containers_entrypoint_runs_worker_and_checks_as_two_users(live: Liv
     assert scan["uid"] == check_uid and scan["groups"] == []
     worker = scan["procs"][str(proc.pid)]
     assert worker["uid"] == [str(worker_uid)]
-    assert int(worker["cap_eff"], 16) == sum(1 << c for c in hardening.KEEP)
+    keep = sum(1 << c for c in hardening.KEEP)  # CAP_CHOWN, CAP_KILL, CAP_SETGID, CAP_SETUID
+    assert [int(worker[k], 16) for k in ("capeff", "capprm", "capbnd", "capinh", "capamb")] == [keep] * 3 + [
+        0,
+        0,
+    ]
+    assert worker["no_new_privs"] == "1"
+    me = scan["procs"][str(scan["pid"])]
+    assert (int(me["capeff"], 16), int(me["capprm"], 16), me["no_new_privs"]) == (0, 0, "1")
     own_home(scan)
 
 

@@ -26,6 +26,7 @@ capabilities are C extensions that need libcap headers to build, for five calls.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pwd
 import sys
@@ -79,6 +80,7 @@ class _CapData(ctypes.Structure):
     ]
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 

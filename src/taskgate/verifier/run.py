@@ -4,9 +4,10 @@ The order: refuse early what cannot be verified (no check, unapproved commands, 
 without a reviewer key, test criteria without a report), then a clean checkout and, for review
 criteria, its diff (git's last work: from here on the checkout is handed to the check user),
 every configured check, their reports, the test criteria mapped by the domain's matcher, the
-approved command criteria, and the reviewer for review criteria. Whatever breaks on the verifier's side (checkout,
-a timeout, a missing or unreadable report, the reviewer) is an error of the run, never a failure
-of the executor's work: the server decides the outcome from what is gathered here.
+approved command criteria, and the reviewer for review criteria. Whatever breaks on the
+verifier's side (checkout, a timeout, a missing or unreadable report, the reviewer) is an error of
+the run, never a failure of the executor's work: the server decides the outcome from what is
+gathered here.
 """
 
 from __future__ import annotations
