@@ -28,7 +28,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 BIN = Path(sys.executable).parent
-CHECK = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {sys.executable} -m pytest -q -p no:cacheprovider --junitxml=reports/junit.xml"
+
+
+def _check_python() -> str:
+    """Run as root, the verifier runs checks as an unprivileged user: they need a Python that
+    user can run (this one may live under root's 0700 home; the suite's helper finds one)."""
+    if os.geteuid() != 0:
+        return sys.executable
+    sys.path.insert(0, str(ROOT))
+    from tests.support.users import check_python
+
+    return check_python()
+
+
+CHECK = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {_check_python()} -m pytest -q -p no:cacheprovider --junitxml=reports/junit.xml"
 
 
 def git(repo: Path, *args: str) -> str:

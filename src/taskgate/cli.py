@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -189,6 +190,8 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     import signal
 
+    from taskgate.verifier.hardening import HardeningError, isolate
+    from taskgate.verifier.sandbox import SandboxError
     from taskgate.verifier.worker import Worker, options_from_env
 
     if args.task and (args.once or args.project):
@@ -197,6 +200,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     def stop(*_: object) -> None:
         raise KeyboardInterrupt  # SIGTERM (a container stopping) ends a run like Ctrl-C does
 
+    # Started with `&` from a script or under nohup, SIGINT arrives ignored and Python keeps it
+    # so: Ctrl-C (or `kill -INT`) must still stop a run.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, stop)
     opts = options_from_env(
         server=args.server,
@@ -206,7 +212,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         json_lines=args.json,
     )
-    return Worker(opts).main()
+    try:  # the keys are read: they leave the environment, and root is left
+        sandbox = isolate(check_user=args.check_user, worker_user=args.worker_user)
+    except (HardeningError, SandboxError) as exc:
+        raise SystemExit(f"taskgate verify: {exc}") from None
+    return Worker(dataclasses.replace(opts, sandbox=sandbox)).main()
 
 
 def cmd_spec_approve(args: argparse.Namespace) -> None:
@@ -464,7 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the verifier: re-run submitted work's checks from a clean checkout",
         description="Keys come from the environment: TASKGATE_VERIFIER_KEY (local verifier key), "
         "TASKGATE_REVIEWER_KEY (optional, for review criteria), TASKGATE_GIT_TOKEN (optional, "
-        "HTTPS token for a private repository). Default: poll for work until interrupted.",
+        "HTTPS token for a private repository). Default: poll for work until interrupted. "
+        "The keys leave the verifier's environment once read and it makes itself non-dumpable; "
+        "started as root it never runs a check as root (see --check-user).",
     )
     vf.add_argument(
         "--server",
@@ -480,6 +492,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval", type=float, default=30.0, help="seconds between polls (default %(default)s)"
     )
     vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
+    vf.add_argument(
+        "--check-user",
+        default=os.environ.get("TASKGATE_CHECK_USER") or None,
+        help="started as root: the user every check, command criterion and the reviewer run as "
+        "(env TASKGATE_CHECK_USER; default taskgate-check if that user exists, else nobody)",
+    )
+    vf.add_argument(
+        "--worker-user",
+        default=os.environ.get("TASKGATE_WORKER_USER") or None,
+        help="started as root: the user the verifier itself switches to once it read its keys, "
+        "keeping only what it needs to run checks as the check user (env TASKGATE_WORKER_USER; "
+        "default: it stays root)",
+    )
     vf.set_defaults(func=cmd_verify)
 
     v = sub.add_parser("verification", parents=[common], help=f"switch verification on or off ({PERSON})")

@@ -278,6 +278,12 @@ def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stac
     [container] = definition["containerDefinitions"]
     assert container["name"] == dispatcher.launcher().container
     assert container["entryPoint"] == ["taskgate"]
+    # Root only at the start: `taskgate verify` switches to the image's two users itself
+    # (verifier_container/Dockerfile), keeping CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL.
+    assert container["user"] == "0"
+    dropped = set(container["linuxParameters"]["capabilities"]["drop"])
+    assert {"DAC_OVERRIDE", "FOWNER", "NET_RAW", "MKNOD", "SETFCAP"} <= dropped
+    assert not {"SETUID", "SETGID", "CHOWN", "KILL", "SETPCAP"} & dropped
     secrets = {s["name"]: s["valueFrom"] for s in container["secrets"]}
     assert secrets == {
         "TASKGATE_VERIFIER_KEY": f"{cloud.secret_arn}:verifier_key::",

@@ -15,9 +15,10 @@ from typing import Any
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run
+from tests.support.users import check_python
 
 TASKGATE = str(Path(sys.executable).with_name("taskgate"))
-PYTHON = sys.executable
+PYTHON = check_python()  # the checks' Python: when the suite runs as root, they run as another user
 _n = itertools.count(1)
 
 
@@ -75,9 +76,10 @@ class Gate:
     tasks: list[str] = field(default_factory=list)
 
     @classmethod
-    def create(cls, live: Live, repo: Repo, config: dict[str, Any]) -> Gate:
+    def create(cls, live: Live, repo: Repo, config: dict[str, Any], *, url: str | None = None) -> Gate:
+        """`url`: the project's repository as the verifier reaches it (default: repo's path)."""
         project = f"v{next(_n)}-{os.getpid()}"
-        live.ok("POST", "/api/projects", {"name": project, "repo": str(repo.path)})
+        live.ok("POST", "/api/projects", {"name": project, "repo": url or str(repo.path)})
         agent_key, _ = live.key(f"exec-{project}", projects=[project])
         verifier_key, verifier_id = live.key(
             f"ci-{project}", kind="verifier", verifier_kind="local", projects=[project]

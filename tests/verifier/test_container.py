@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.mcp.live import Live
+from tests.support.container import Image
 from tests.verifier.support import SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,19 +35,30 @@ def test_the_dockerfile_passes_hadolint() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_image_is_pinned_non_root_and_copies_only_what_the_ignore_file_lets_in() -> None:
+def test_the_image_is_pinned_and_copies_only_what_the_ignore_file_lets_in() -> None:
     text = DOCKERFILE.read_text()
     # The base is an ARG (a machine without a registry passes a local one); its default is the pin.
     assert next(ln for ln in text.splitlines() if ln.startswith("FROM ")) == "FROM ${BASE}"
     [base] = [ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith("ARG BASE=")]
     tag = base.split(":")[1]
     assert (tag[0].isdigit() and tag.count(".") == 2) or "@sha256:" in base  # an exact tag or a digest
-    assert "USER 10001" in text and "[dev]" not in text
+    assert "[dev]" not in text
     allowed = {ln[1:].rstrip("/") for ln in IGNORE.read_text().splitlines() if ln.startswith("!")}
     copied = [src for ln in text.splitlines() if ln.startswith("COPY ") for src in ln.split()[1:-1]]
     assert copied and all(src.rstrip("/") in allowed and (ROOT / src).exists() for src in copied), copied
 
 
+def test_the_image_starts_as_root_to_switch_to_two_users_of_its_own() -> None:
+    """Root only at the start (no USER): the worker and the checks each get a user it creates,
+    neither of them root, named by the environment `taskgate verify` reads."""
+    image = Image.read()
+    assert image.user is None
+    assert image.users == [("taskgate-verifier", 10001), ("taskgate-check", 10002)]
+    assert image.env["TASKGATE_WORKER_USER"] == "taskgate-verifier"
+    assert image.env["TASKGATE_CHECK_USER"] == "taskgate-check"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the image starts as root to switch users")
 def test_the_entrypoint_verifies_waiting_work(live: Live, tmp_path: Path) -> None:
     repo = Repo.create(tmp_path / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS})
     gate = Gate.create(live, repo, pytest_config())
@@ -52,15 +66,13 @@ def test_the_entrypoint_verifies_waiting_work(live: Live, tmp_path: Path) -> Non
         [{"text": "digits", "kind": "test", "verify_ref": "test_slug.TestSlugify.test_keeps_digits"}]
     )
     gate.submit(tid, repo.commit({"README": "x\n"}))
-    argv = [*_instruction("ENTRYPOINT"), *_instruction("CMD")]
-    assert argv == ["taskgate", "verify", "--once"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
-    env |= {
-        "PATH": f"{BIN}:{env.get('PATH', '')}",
-        "TASKGATE_SERVER": live.base,
-        "TASKGATE_VERIFIER_KEY": gate.verifier_key,
-    }
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{tid}: passed -> verified" in done.stdout
+    assert [*_instruction("ENTRYPOINT"), *_instruction("CMD")] == ["taskgate", "verify", "--once"]
+    image = Image.read()
+    # As root: the image's own users, created here with its names and uids (the repository stays
+    # root's: the worker reads another user's repository through upload-pack).
+    proc = image.popen({"TASKGATE_SERVER": live.base, "TASKGATE_VERIFIER_KEY": gate.verifier_key})
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert f"{tid}: passed -> verified" in out
+    assert f"checks run as taskgate-check (uid {dict(image.users)['taskgate-check']})" in out
     assert gate.detail(tid)["task"]["status"] == "verified"

@@ -4,8 +4,11 @@ nothing a check started is left running."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.mcp.live import Live
 from tests.verifier.support import SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
@@ -154,3 +157,69 @@ def test_nothing_a_check_started_in_the_background_is_left_running(live: Live, t
     for pidfile in (bg, daemon):
         pid = int(pidfile.read_text())
         assert not _alive(pid), f"{pidfile.name}: {pid} still running"
+
+
+def test_a_check_that_detaches_and_empties_its_environment_is_still_stopped(
+    live: Live, tmp_path: Path
+) -> None:
+    """A daemon in a session of its own with an empty environment (no run marker left on it)
+    would outlive its run and watch the next one."""
+    pidfile = tmp_path / "lurker.pid"
+    lurk = 'env -i setsid sh -c \'echo $$ > "$1"; exec sleep 600\' sh "$1" &\n'
+    repo = Repo.create(
+        tmp_path / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS, "lurk.sh": lurk}
+    )
+    config = pytest_config()
+    config["checks"]["lurk"] = {
+        "command": f"sh lurk.sh {pidfile}; while [ ! -s {pidfile} ]; do sleep 0.05; done"
+    }
+    gate = Gate.create(live, repo, config)
+    tid = gate.task([KEEPS_DIGITS])
+    gate.submit(tid, repo.commit({"README": "x\n"}))
+    [line] = gate.verify_json()
+    assert line["verdict"] == "passed", line
+    pid = int(pidfile.read_text())
+    assert not _alive(pid), f"the detached check {pid} is still running"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="run as another user, a check gets a HOME of its own")
+def test_a_check_leaves_nothing_in_home_for_a_later_runs_checks(live: Live, tmp_path: Path) -> None:
+    """Run as root, the verifier gives each run's checks a fresh HOME: a check cannot leave a
+    ~/.local/.../usercustomize.py (or any file) behind for the next run's checks to load."""
+    home, seen = tmp_path / "home", tmp_path / "seen"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+    repo = Repo.create(tmp_path / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS})
+    config = pytest_config()
+    config["checks"]["plant"] = {
+        "command": f'if [ -e "$HOME/planted" ]; then echo found >> {seen}; else echo clean >> {seen}; fi; '
+        'touch "$HOME/planted"'
+    }
+    gate = Gate.create(live, repo, config)
+    for _ in range(2):
+        tid = gate.task([KEEPS_DIGITS])
+        gate.submit(tid, repo.commit({"README": f"{tid}\n"}))
+    lines = gate.verify_json(env={"HOME": str(home)})
+    assert [line["verdict"] for line in lines] == ["passed", "passed"], lines
+    assert seen.read_text().split() == ["clean", "clean"]
+    assert not (home / "planted").exists()
+
+
+def test_what_a_check_left_to_end_on_its_own_is_reaped_not_kept_as_a_zombie(
+    live: Live, tmp_path: Path
+) -> None:
+    """An orphan of a check comes back to the verifier (it is a child subreaper); one that ends
+    by itself must be waited for, or a polling verifier collects zombies run after run."""
+    count = tmp_path / "zombies"
+    repo = Repo.create(tmp_path / "repo", {"slug.py": SLUGIFY, "test_slug.py": SLUGIFY_TESTS})
+    config = pytest_config()
+    config["checks"]["orphan"] = {"command": "sh -c 'sleep 0.2 &'; sleep 1"}
+    config["checks"]["count"] = {  # its parent is the verifier: count the verifier's zombies
+        "command": f"cat /proc/[0-9]*/stat 2>/dev/null | awk -v p=$PPID '$3 == \"Z\" && $4 == p' | wc -l > {count}"
+    }
+    gate = Gate.create(live, repo, config)
+    tid = gate.task([KEEPS_DIGITS])
+    gate.submit(tid, repo.commit({"README": "x\n"}))
+    [line] = gate.verify_json()
+    assert line["verdict"] == "passed", line
+    assert count.read_text().split() == ["0"]

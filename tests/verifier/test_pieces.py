@@ -95,7 +95,7 @@ def repo(tmp_path: Path) -> Repo:
     return r
 
 
-def test_a_local_checkout_is_a_detached_worktree_removed_afterwards(repo: Repo) -> None:
+def test_a_local_checkout_is_a_clean_repository_of_its_own_removed_afterwards(repo: Repo) -> None:
     sha = git(repo.path, "rev-parse", "HEAD")
     repo.write({"a.txt": "dirty\n", "new.txt": "untracked\n"})
     with checkout(str(repo.path), sha[:12]) as co:
@@ -142,6 +142,22 @@ def test_repository_hooks_never_run_with_the_verifiers_environment(repo: Repo, t
     assert not marker.exists()
 
 
+def test_the_agents_repository_config_never_runs_while_the_checkout_is_made(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """The agent owns its repository's .git/config: an fsmonitor command or a smudge filter
+    there would run as the verifier (as root, in CI or a container) while it makes the checkout
+    and takes the reviewer's diff."""
+    fsmonitor, smudge = tmp_path / "fsmonitor-ran", tmp_path / "smudge-ran"
+    sha = repo.commit({".gitattributes": "* filter=agent\n", "b.txt": "three\n"})
+    git(repo.path, "config", "core.fsmonitor", f"touch {fsmonitor}; false")
+    git(repo.path, "config", "filter.agent.smudge", f"touch {smudge}; cat")
+    with checkout(str(repo.path), sha) as co:
+        assert (co.path / "b.txt").read_text() == "three\n"
+        assert "+three" in co.diff_against("main")
+    assert not fsmonitor.exists() and not smudge.exists()
+
+
 # -- reading reports ---------------------------------------------------------------------------
 
 
@@ -170,6 +186,18 @@ def test_a_report_is_read_only_from_a_regular_file_inside_the_checkout(tmp_path:
     escaping = ReportSpec.model_construct(path="../outside.xml", format="junit")  # past validation
     with pytest.raises(ReportError, match="must be relative"):
         read_report(co, escaping)
+
+
+def test_a_report_that_is_not_the_check_users_own_file_is_refused(tmp_path: Path) -> None:
+    """Run as root, the verifier reads what a check user wrote: a hardlink in the checkout to a
+    file that user could not read must not be read for it. The check user's own file is."""
+    co = tmp_path / "co"
+    (co / "reports").mkdir(parents=True)
+    (co / "reports" / "j.xml").write_text(JUNIT)
+    me = os.getuid()
+    assert read_report(co, ReportSpec(path="reports/j.xml"), owner=me).groups[0].name == "s"
+    with pytest.raises(ReportError, match=f"belongs to uid {me}, not to the check's user"):
+        read_report(co, ReportSpec(path="reports/j.xml"), owner=me + 1)
 
 
 # -- the reviewer's answer ---------------------------------------------------------------------

@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.mcp.live import Live
+from tests.support.users import TEST_WORKER, check_python, ensure_user, taskgate_command
 from tests.verifier.support import (
     PYTEST_CHECK,
     SLUGIFY,
@@ -274,14 +278,21 @@ def test_a_run_is_superseded_when_the_human_accepts_meanwhile(live: Live, tmp_pa
     assert task["status"] == "done" and task["attempts"][0]["ending"] == "accepted"
 
 
-def test_ctrl_c_ends_the_current_run_as_an_error_without_a_hang(live: Live, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "sigint", ["SIG_DFL", "SIG_IGN"], ids=["from-a-terminal", "started-with-sigint-ignored"]
+)
+def test_ctrl_c_ends_the_current_run_as_an_error_without_a_hang(
+    live: Live, tmp_path: Path, sigint: str
+) -> None:
+    """SIG_IGN: `taskgate verify &` from a script, or under nohup, inherits SIGINT ignored;
+    `kill -INT` (or Ctrl-C after `fg`) must still stop it."""
     config = pytest_config()
     marker, pidfile = tmp_path / "started", tmp_path / "sleep.pid"
     config["checks"]["slow"] = {"command": f"sleep 600 & echo $! > {pidfile}; touch {marker}; wait"}
     gate = slug_gate(live, tmp_path, config)
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(tid, gate.repo.commit({"slug.py": SLUGIFY}))
-    proc = _spawn_verify(gate)
+    proc = _spawn_verify(gate, sigint)
     _wait_for(marker.exists)
     proc.send_signal(signal.SIGINT)
     try:
@@ -338,6 +349,33 @@ def test_verify_needs_a_key_and_a_reachable_server(tmp_path: Path) -> None:
 # -- helpers ------------------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs the suite to run as root")
+def test_checks_never_run_as_root_and_only_root_switches_users() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    env |= {"TASKGATE_VERIFIER_KEY": "tgv_000000000000_" + "x" * 32, "TASKGATE_SERVER": "http://127.0.0.1:9"}
+
+    def verify(exe: str, *flags: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [exe, "verify", "--once", *flags], env=env, capture_output=True, text=True, timeout=30, **kw
+        )
+
+    as_root = verify(TASKGATE, "--check-user", "root")
+    assert as_root.returncode != 0 and "checks never run as root" in as_root.stderr
+    same = verify(TASKGATE, "--check-user", "nobody", "--worker-user", "nobody")
+    assert same.returncode != 0 and "must be neither root nor the check user nobody" in same.stderr
+    user = ensure_user(TEST_WORKER)
+    plain = verify(
+        taskgate_command(check_python()),
+        "--check-user",
+        "nobody",
+        user=user.pw_uid,
+        group=user.pw_gid,
+        extra_groups=[],
+        cwd="/",
+    )
+    assert plain.returncode != 0 and "needs the verifier to start as root" in plain.stderr, plain.stderr
+
+
 def _alive(pid: int, settle_s: float = 5.0) -> bool:
     """Whether `pid` is still running once a kill had time to land (a signal is delivered after
     kill() returns; a zombie waiting for its parent is not running)."""
@@ -362,12 +400,23 @@ def _wait_for(cond: Any, timeout: float = 60) -> None:
         time.sleep(0.05)
 
 
-def _spawn_verify(gate: Gate) -> subprocess.Popen[str]:
+# Starts `taskgate verify` (argv[1:]) in this same process with SIGINT set to argv[0] (SIG_DFL or
+# SIG_IGN), whatever the test process itself inherited: a suite started in the background (`&`
+# from a script, nohup) has SIGINT ignored, and every child would inherit that.
+_WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def _spawn_verify(gate: Gate, sigint: str = "SIG_DFL") -> subprocess.Popen[str]:
+    """`taskgate verify --once` on the gate's project, started with SIGINT's disposition
+    `sigint`: SIG_DFL as from a terminal, SIG_IGN as a job a script started with `&`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
     env |= {"TASKGATE_SERVER": gate.live.base, "TASKGATE_VERIFIER_KEY": gate.verifier_key}
     env["PYTHONFAULTHANDLER"] = "1"
     return subprocess.Popen(
-        [TASKGATE, "verify", "--once", "--project", gate.project],
+        [sys.executable, "-c", _WITH_SIGINT, sigint, TASKGATE, "verify", "--once", "--project", gate.project],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

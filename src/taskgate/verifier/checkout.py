@@ -1,10 +1,16 @@
 """A clean checkout of the submitted commit in a fresh temporary directory, never the executor's
-working tree: `git worktree add --detach` from a local repository, or a shallow fetch of that one
-commit from a remote URL. HEAD is confirmed equal to the submitted SHA; the checkout is removed
-(and the source repository's worktree list pruned) in every case.
+working tree: a new repository of the verifier's own into which that one commit is fetched
+(shallow), from a remote URL or from a local repository alike. HEAD is confirmed equal to the
+submitted SHA; the checkout is removed in every case.
 
-Git runs with hooks disabled and the same scrubbed environment as the checks: a repository on
-the agent's machine could carry a post-checkout hook, and it must not see the verifier's keys.
+Git runs with hooks disabled and the same scrubbed environment as the checks. A local repository
+is read only through `git upload-pack` (what serves a repository to others) and a few read-only
+lookups, never by running git commands in it that honour its own config: the agent owns that
+config, and `core.fsmonitor`, a smudge `filter.*` or a hook there would run as the verifier (as
+root, in a container or CI) with its keys in reach. The checkout's repository has only the
+config git init writes, so nothing of the agent's runs before the checks do. Every git command
+of a run (the diff for the reviewer included) runs before the first check: afterwards the
+checkout is the check's, and the verifier does not run git in it again.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +33,14 @@ DIFF_MAX_BYTES = 256 * 1024
 REVIEW_DEPTH = 200  # history fetched from a remote to find where a submission branched off
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+# A local repository may belong to another user (the agent's, read by a root verifier): git
+# refuses such a repository unless told otherwise. Only read-only lookups and upload-pack run
+# there, none of which runs anything its config names.
+_TRUST_SOURCE = ("safe.directory=*",)
+# Any commit of the local repository, reachable from a ref or not (a detached commit).
+_LOCAL_UPLOAD_PACK = (
+    "--upload-pack=git -c 'safe.directory=*' -c uploadpack.allowAnySHA1InWant=true upload-pack"
+)
 
 
 class CheckoutError(Exception):
@@ -42,11 +56,16 @@ class Git:
     env: Mapping[str, str]
     token: str | None = None
 
-    def __call__(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
-        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.file.allow=always", *args]
+    def __call__(
+        self, *args: str, cwd: Path | None = None, check: bool = True, config: Sequence[str] = ()
+    ) -> str:
+        extra = [part for item in config for part in ("-c", item)]
+        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.file.allow=always", *extra, *args]
         env = dict(self.env)
         if self.token:
-            # An HTTPS token as a header, passed through the environment (not argv: `ps` shows argv).
+            # An HTTPS token as a header, passed through git's environment: not argv (`ps` shows
+            # argv to everyone), not a file (a check could read it). git runs as the verifier and
+            # only before the first check starts, so no check can read that environment.
             basic = base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
             env |= {
                 "GIT_CONFIG_COUNT": "1",
@@ -73,33 +92,38 @@ class Checkout:
     repo: str
     remote: bool
     git: Git
+    source: Path | None = None  # the local repository it came from
+
+    def _fetch_options(self) -> tuple[str, ...]:
+        return () if self.remote else (_LOCAL_UPLOAD_PACK,)
+
+    def _base_ref(self, base_branch: str) -> str:
+        if self.source is None:
+            return f"refs/heads/{base_branch}"
+        for ref in (f"refs/heads/{base_branch}", f"refs/remotes/origin/{base_branch}"):
+            found = self.git(
+                "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}",
+                cwd=self.source, check=False, config=_TRUST_SOURCE,
+            )  # fmt: skip
+            if found:
+                return ref
+        raise CheckoutError(f"base branch {base_branch!r} not found in {self.repo}")
 
     def diff_against(self, base_branch: str) -> str:
         """The submission's changes against `base_branch` (from where it branched off, if known),
         capped at DIFF_MAX_BYTES."""
-        if self.remote:
-            self.git(
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                f"--depth={REVIEW_DEPTH}",
-                "origin",
-                self.head,
-                f"+refs/heads/{base_branch}:refs/remotes/origin/{base_branch}",
-                cwd=self.path,
-            )
-            base = f"origin/{base_branch}"
-        else:
-            found = [
-                ref
-                for ref in (base_branch, f"origin/{base_branch}")
-                if self.git(
-                    "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=self.path, check=False
-                )
-            ]
-            if not found:
-                raise CheckoutError(f"base branch {base_branch!r} not found in {self.repo}")
-            base = found[0]
+        self.git(
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            f"--depth={REVIEW_DEPTH}",
+            *self._fetch_options(),
+            "origin",
+            self.head,
+            f"+{self._base_ref(base_branch)}:refs/remotes/origin/{base_branch}",
+            cwd=self.path,
+        )
+        base = f"origin/{base_branch}"
         merge_base = self.git("merge-base", base, "HEAD", cwd=self.path, check=False)
         diff = self.git("diff", "--no-color", "--no-ext-diff", merge_base or base, "HEAD", cwd=self.path)
         data = diff.encode()
@@ -125,24 +149,26 @@ def checkout(
         if remote:
             if not _FULL_SHA.match(sha):
                 raise CheckoutError(f"a remote fetch needs the full commit hash, not {sha!r}")
-            git("init", "--quiet", str(path))
-            git("remote", "add", "origin", repo, cwd=path)
-            git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha, cwd=path)
-            git("checkout", "--quiet", "--detach", "FETCH_HEAD", cwd=path)
+            origin, want = repo, sha
         else:
             if not Path(repo).expanduser().is_dir():
                 raise CheckoutError(f"repository {repo} not found")
-            source = Path(repo).expanduser()
-            if not git("cat-file", "-t", f"{sha}^{{commit}}", cwd=source, check=False):
+            source = Path(repo).expanduser().resolve()
+            want = git(
+                "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}",
+                cwd=source, check=False, config=_TRUST_SOURCE,
+            )  # fmt: skip
+            if not want:
                 raise CheckoutError(f"commit {sha} is not in {repo}")
-            git("worktree", "add", "--quiet", "--detach", str(path), sha, cwd=source)
+            origin = str(source)
+        git("init", "--quiet", str(path))
+        git("remote", "add", "origin", origin, cwd=path)
+        options = () if remote else (_LOCAL_UPLOAD_PACK,)
+        git("fetch", "--quiet", "--no-tags", "--depth=1", *options, "origin", want, cwd=path)
+        git("checkout", "--quiet", "--detach", "FETCH_HEAD", cwd=path)
         head = git("rev-parse", "HEAD", cwd=path)
         if not head.startswith(sha):
             raise CheckoutError(f"HEAD of the checkout is {head}, not the submitted {sha}")
-        yield Checkout(path=path, head=head, repo=repo, remote=remote, git=git)
+        yield Checkout(path=path, head=head, repo=repo, remote=remote, git=git, source=source)
     finally:
-        if source is not None:
-            git("worktree", "remove", "--force", str(path), cwd=source, check=False)
         shutil.rmtree(tmp, ignore_errors=True)
-        if source is not None:
-            git("worktree", "prune", cwd=source, check=False)

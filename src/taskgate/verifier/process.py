@@ -1,10 +1,12 @@
 """Running one command the verifier was told to run (a check, a command criterion, the reviewer).
 
 Each runs under `/bin/sh -c` in its own session and process group, with a timeout, an
-environment without keys, tokens or cloud credentials, and a bounded tail of its output. When it
-ends (exit, timeout or Ctrl-C) nothing it started is left running: its whole process group is
-killed, and so is any process that escaped the group (a `setsid` daemon) but still carries the
-run's marker in its environment.
+environment without keys, tokens or cloud credentials, and a bounded tail of its output; as the
+check user when one is given (the verifier started as root). When it ends (exit, timeout or
+Ctrl-C) nothing it started is left running: its whole process group is killed, and so is any
+process that escaped the group (a `setsid` daemon) but still carries the run's marker in its
+environment; in `taskgate verify`, which is a child subreaper (hardening.py), every process
+that descends from it, however it detached and whatever it did to its environment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 TAIL_BYTES = 64 * 1024  # output kept in memory per command; the server keeps the last 4,000 chars
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL for a command that timed out or was interrupted
@@ -32,12 +34,21 @@ SECRET_PREFIXES = ("TASKGATE_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
 SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"})
 
 
+def is_secret_name(name: str) -> bool:
+    return name.upper().startswith(SECRET_PREFIXES) or name.upper() in SECRET_NAMES
+
+
 def scrubbed_env(base: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: v
-        for k, v in base.items()
-        if not k.upper().startswith(SECRET_PREFIXES) and k.upper() not in SECRET_NAMES
-    }
+    return {k: v for k, v in base.items() if not is_secret_name(k)}
+
+
+class RunsAs(Protocol):
+    """The user a command runs as (sandbox.CheckUser)."""
+
+    @property
+    def uid(self) -> int: ...
+    @property
+    def gid(self) -> int: ...
 
 
 def redact(text: str, secrets_: Sequence[str]) -> str:
@@ -102,11 +113,72 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
-def _kill_leftovers(pgid: int, mark: str) -> None:
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live (not zombie) process, from /proc/<pid>/stat."""
+    out: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            after = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if after[0] not in ("Z", "X"):
+            out[int(entry.name)] = int(after[1])
+    return out
+
+
+def descendants(of: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _parents().items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [of]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def kill_descendants(rounds: int = 50) -> None:
+    """SIGKILL every process descending from this one, until none is left: for a child
+    subreaper, whose orphaned descendants come back to it, that is everything its commands
+    started. Each round's victims that became our own children are reaped."""
+    me = os.getpid()
+    for _ in range(rounds):
+        found = descendants(me)
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+        _reap()
+    _reap()
+
+
+def _reap() -> None:
+    """Wait for every child that has ended: orphans that came back to the subreaper and exited
+    on their own would stay zombies for as long as the verifier polls. Called only between
+    commands, when no child of ours is one a Popen still waits for."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _kill_leftovers(pgid: int, mark: str, *, every_descendant: bool) -> None:
     _kill_group(pgid, signal.SIGKILL)
     for pid in _marked(mark):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    if every_descendant:
+        kill_descendants()
 
 
 def run(
@@ -118,9 +190,14 @@ def run(
     stdin: bytes | None = None,
     secrets_: Sequence[str] = (),
     split_stderr: bool = False,
+    user: RunsAs | None = None,
+    every_descendant: bool = False,
 ) -> Finished:
     """Run `command` to its end (or its timeout). A KeyboardInterrupt stops it, kills everything
-    it started, and propagates. `split_stderr`: keep stderr apart (an answer read from stdout)."""
+    it started, and propagates. `split_stderr`: keep stderr apart (an answer read from stdout).
+    `user`: run it as that user, with its group and no supplementary group (needs root or
+    CAP_SETUID/CAP_SETGID). `every_descendant`: this process is a child subreaper whose only
+    children are its commands, so everything descending from it is killed when the command ends."""
     mark = secrets.token_hex(12)
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -131,6 +208,9 @@ def run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if split_stderr else subprocess.STDOUT,
         start_new_session=True,  # its own process group: one signal reaches everything it starts
+        user=user.uid if user is not None else None,
+        group=user.gid if user is not None else None,
+        extra_groups=[] if user is not None else None,
     )
     pgid = proc.pid
     tail = _Tail(proc.stdout)
@@ -148,7 +228,7 @@ def run(
         _stop(proc, pgid)
         raise
     finally:
-        _kill_leftovers(pgid, mark)
+        _kill_leftovers(pgid, mark, every_descendant=every_descendant)
         for t, pipe in ((tail, proc.stdout), (err_tail, proc.stderr)):
             t.thread.join(READER_JOIN_S)
             if pipe is not None:

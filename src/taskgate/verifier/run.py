@@ -1,11 +1,13 @@
 """One verification run, from the server's work item to the evidence sent back.
 
 The order: refuse early what cannot be verified (no check, unapproved commands, review criteria
-without a reviewer key, test criteria without a report), then a clean checkout, every configured
-check, their reports, the test criteria mapped by the domain's matcher, the approved command
-criteria, and the reviewer for review criteria. Whatever breaks on the verifier's side (checkout,
-a timeout, a missing or unreadable report, the reviewer) is an error of the run, never a failure
-of the executor's work: the server decides the outcome from what is gathered here.
+without a reviewer key, test criteria without a report), then a clean checkout and, for review
+criteria, its diff (git's last work: from here on the checkout is handed to the check user),
+every configured check, their reports, the test criteria mapped by the domain's matcher, the
+approved command criteria, and the reviewer for review criteria. Whatever breaks on the
+verifier's side (checkout, a timeout, a missing or unreadable report, the reviewer) is an error of
+the run, never a failure of the executor's work: the server decides the outcome from what is
+gathered here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierCon
 from taskgate.verifier import process, reviewer, tools
 from taskgate.verifier.checkout import Checkout, CheckoutError, checkout
 from taskgate.verifier.reading import ReportMissing, read_report
+from taskgate.verifier.sandbox import RunDirs, Sandbox
 
 TAIL_CHARS = 4000  # of each command's output sent to the server (it keeps as much)
 DETAIL_CHARS = 1000
@@ -70,6 +73,7 @@ class Runner:
     git_token: str | None = None
     reviewer_available: bool = False
     progress: Progress = lambda _line: None
+    sandbox: Sandbox = field(default_factory=Sandbox)
 
     def execute(self, work: dict[str, Any]) -> Gathered:
         g = Gathered()
@@ -104,17 +108,25 @@ class Runner:
         self.progress(
             f"checkout of {co.head[:12]} from {work['repo']} at {co.path} in {g.timings['checkout']:.2f} s"
         )
+        diff = None
+        if by_kind[CriterionKind.REVIEW]:
+            # Before any check: once checks ran, the checkout (and its .git) is the check's.
+            with g.timed("review"):
+                diff = self._diff(cfg, co)
+        dirs = stack.enter_context(self.sandbox.hand_over(co.path))
+        if self.sandbox.user is not None:
+            self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
         with g.timed("checks"):
-            self._checks(cfg, co, g)
+            self._checks(cfg, dirs, g)
         with g.timed("reports"):
             reports = self._reports(cfg, co, g)
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
         if by_kind[CriterionKind.COMMAND]:
             with g.timed("commands"):
-                self._commands(by_kind[CriterionKind.COMMAND], cfg, co, g)
-        if by_kind[CriterionKind.REVIEW]:
+                self._commands(by_kind[CriterionKind.COMMAND], cfg, dirs, g)
+        if diff is not None:
             with g.timed("review"):
-                g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, co)
+                g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, dirs, diff)
 
     def _refuse_early(
         self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]
@@ -139,23 +151,25 @@ class Runner:
             )
 
     def _run(
-        self, command: str, co: Checkout, minutes: float, stdin: bytes | None = None
+        self, command: str, dirs: RunDirs, minutes: float, stdin: bytes | None = None
     ) -> process.Finished:
         return process.run(
             command,
-            cwd=co.path,
+            cwd=dirs.checkout,
             timeout_s=minutes * 60,
-            env=self.env,
+            env=self.sandbox.env(self.env, dirs),
             stdin=stdin,
             secrets_=self.secrets,
             split_stderr=stdin is not None,  # the reviewer answers on stdout; its stderr is noise
+            user=self.sandbox.user,
+            every_descendant=self.sandbox.reaper,
         )
 
     def _missing(self, command: str, done: process.Finished) -> str | None:
         """The tool the command's shell could not run (exit 126/127), if that is what happened."""
         return tools.unrunnable(command, done.exit_code, done.output + done.errors, self.env)
 
-    def _checks(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+    def _checks(self, cfg: VerifierConfig, co: RunDirs, g: Gathered) -> None:
         for name, check in cfg.checks.items():
             minutes = check.timeout_minutes or cfg.check_timeout_minutes
             self.progress(f"check {name}: {check.command}")
@@ -180,7 +194,7 @@ class Runner:
             if check.report is None:
                 continue
             try:
-                reports[name] = read_report(co.path, check.report)
+                reports[name] = read_report(co.path, check.report, owner=self.sandbox.check_uid)
             except ReportMissing:
                 if g.checks[name].exit_code == 0:
                     raise RunError(
@@ -207,7 +221,7 @@ class Runner:
             )
             self.progress(f"{c.id} {found.evidence.value}: {_one_line(found.detail)}")
 
-    def _commands(self, commands: list[Criterion], cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+    def _commands(self, commands: list[Criterion], cfg: VerifierConfig, co: RunDirs, g: Gathered) -> None:
         # All command criteria of a run share one check timeout (the server's budget counts one).
         deadline = time.monotonic() + cfg.check_timeout_minutes * 60
         for c in commands:
@@ -233,14 +247,17 @@ class Runner:
             )
             self.progress(f"{c.id} {'pass' if ok else 'fail'}: exit {done.exit_code}")
 
-    def _review(
-        self, work: dict[str, Any], reviews: list[Criterion], cfg: VerifierConfig, co: Checkout
-    ) -> dict[str, CriterionResult]:
+    def _diff(self, cfg: VerifierConfig, co: Checkout) -> str:
         spec = cfg.reviewer or ReviewerSpec()
         try:
-            diff = co.diff_against(spec.base_branch)
+            return co.diff_against(spec.base_branch)
         except CheckoutError as exc:
             raise RunError(f"reviewer: cannot diff against {spec.base_branch}: {exc}") from exc
+
+    def _review(
+        self, work: dict[str, Any], reviews: list[Criterion], cfg: VerifierConfig, co: RunDirs, diff: str
+    ) -> dict[str, CriterionResult]:
+        spec = cfg.reviewer or ReviewerSpec()
         text = reviewer.prompt(
             work.get("spec"), [c.model_dump(mode="json") for c in reviews], diff, spec.base_branch
         )

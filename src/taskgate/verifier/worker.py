@@ -14,12 +14,13 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from taskgate.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
 from taskgate.verifier.run import Gathered, Runner
+from taskgate.verifier.sandbox import Sandbox
 
 POLL_EVERY_S = 30.0
 FINISH_TRIES = 3
@@ -41,6 +42,7 @@ class Options:
     project: str | None = None
     interval_s: float = POLL_EVERY_S
     json: bool = False
+    sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
 
 
 @dataclass
@@ -174,6 +176,7 @@ class Worker:
             git_token=self.opts.git_token,
             reviewer_available=self.reviewer is not None,
             progress=self._printer(task_id),
+            sandbox=self.opts.sandbox,
         )
         try:
             gathered = runner.execute(work)
@@ -277,6 +280,7 @@ def options_from_env(
     interval_s: float,
     json_lines: bool,
     env: dict[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> Options:
     e = os.environ if env is None else env
     key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
@@ -292,4 +296,5 @@ def options_from_env(
         project=project,
         interval_s=interval_s,
         json=json_lines,
+        sandbox=sandbox or Sandbox(),
     )
