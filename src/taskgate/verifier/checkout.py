@@ -19,13 +19,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
+from taskgate.domain.repos import is_remote
 from taskgate.verifier.process import redact, scrubbed_env
 
 GIT_TIMEOUT_S = 600.0
 DIFF_MAX_BYTES = 256 * 1024
 REVIEW_DEPTH = 200  # history fetched from a remote to find where a submission branched off
-_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
@@ -33,8 +34,14 @@ class CheckoutError(Exception):
     """The checkout failed: an error of the run (the verifier's side), never the executor's."""
 
 
-def is_remote(repo: str) -> bool:
-    return "://" in repo or bool(_SCP_LIKE.match(repo))
+class CommitMissing(Exception):
+    """The repository was read (a local one opened, a remote one answered) and the submitted
+    commit is not in it: the executor's to fix (push it), unlike a CheckoutError."""
+
+    def __init__(self, sha: str, repo: str) -> None:
+        super().__init__(f"commit {sha} is not in {repo}")
+        self.sha = sha
+        self.repo = repo
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,20 @@ class Git:
     env: Mapping[str, str]
     token: str | None = None
 
-    def __call__(self, *args: str, cwd: Path | None = None, check: bool = True) -> str:
+    @overload
+    def __call__(
+        self, *args: str, cwd: Path | None = ..., check: bool = ..., ok: Literal[False] = ...
+    ) -> str: ...
+    @overload
+    def __call__(
+        self, *args: str, cwd: Path | None = ..., check: bool = ..., ok: Literal[True]
+    ) -> str | None: ...
+
+    def __call__(
+        self, *args: str, cwd: Path | None = None, check: bool = True, ok: bool = False
+    ) -> str | None:
+        """Git's stdout. A failure raises CheckoutError (`check`), or is ignored (not `check`),
+        or, with `ok`, answers None: for the questions whose answer is whether git succeeded."""
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.file.allow=always", *args]
         env = dict(self.env)
         if self.token:
@@ -60,6 +80,8 @@ class Git:
             )
         except subprocess.TimeoutExpired as exc:
             raise CheckoutError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from exc
+        if ok and out.returncode != 0:
+            return None
         if check and out.returncode != 0:
             why = redact((out.stderr or out.stdout).strip(), [self.token or ""])
             raise CheckoutError(f"git {args[0]} failed: {why.splitlines()[-1] if why else out.returncode}")
@@ -127,14 +149,23 @@ def checkout(
                 raise CheckoutError(f"a remote fetch needs the full commit hash, not {sha!r}")
             git("init", "--quiet", str(path))
             git("remote", "add", "origin", repo, cwd=path)
-            git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha, cwd=path)
+            try:
+                git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha, cwd=path)
+            except CheckoutError:
+                # Either the remote could not be read (network, auth, no such repository: the
+                # verifier's problem) or it was and does not serve this commit (never pushed).
+                # Asking it for its refs tells which, without reading git's wording.
+                if git("ls-remote", "--quiet", "origin", "HEAD", cwd=path, ok=True) is None:
+                    raise
+                raise CommitMissing(sha, repo) from None
             git("checkout", "--quiet", "--detach", "FETCH_HEAD", cwd=path)
         else:
             if not Path(repo).expanduser().is_dir():
                 raise CheckoutError(f"repository {repo} not found")
             source = Path(repo).expanduser()
-            if not git("cat-file", "-t", f"{sha}^{{commit}}", cwd=source, check=False):
-                raise CheckoutError(f"commit {sha} is not in {repo}")
+            git("rev-parse", "--git-dir", cwd=source)  # a repository at all: else a CheckoutError
+            if git("rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", cwd=source, ok=True) is None:
+                raise CommitMissing(sha, repo)
             git("worktree", "add", "--quiet", "--detach", str(path), sha, cwd=source)
         head = git("rev-parse", "HEAD", cwd=path)
         if not head.startswith(sha):
