@@ -525,3 +525,62 @@ def test_match_is_the_same_for_equal_reports_built_apart_and_across_threads() ->
     for th in threads:
         th.join()
     assert errors == []
+
+
+# --- a failing test's own full name and message, as each runner writes them (issue 17) --------
+
+
+@pytest.mark.parametrize(
+    ("report", "ref", "name", "message"),
+    [
+        (
+            "pytest/junit.xml",
+            "test_cuts_long_text",
+            "tests.test_strings.TestTruncate.test_cuts_long_text",  # not "pytest > test_cuts_long_text"
+            "AssertionError: truncate kept one character too many\nassert 'abc' == 'ab'",
+        ),
+        (
+            "node/junit.xml",
+            "cuts long text",
+            "truncate > cuts long text",
+            "Expected values to be strictly equal",
+        ),
+        (
+            "vitest/junit.xml",
+            "cuts long text",
+            "test/strings.test.js > truncate > cuts long text",
+            "expected 'abc' to be 'ab'",
+        ),
+        (
+            "jest/junit.xml",
+            "cuts long text",
+            "test/strings.test.js > truncate > cuts long text",
+            "Error: expect(received).toBe(expected)",
+        ),
+    ],
+)
+def test_a_failing_test_carries_its_full_name_and_its_message(
+    report: str, ref: str, name: str, message: str
+) -> None:
+    got = match(junit(report), ref)
+    assert got.evidence is FAIL
+    [failure] = got.failures
+    assert failure.name == name and failure.message.startswith(message), failure
+    assert got.detail == f"1 test failed: {name}"
+
+
+def test_a_failing_group_carries_its_first_failing_tests_with_their_messages() -> None:
+    r = surefire()
+    got = match(r, "com.example.text.TruncateTest")
+    assert got.evidence is FAIL
+    names = [f.name for f in got.failures]
+    assert names and all(n.startswith("com.example.text.TruncateTest > ") for n in names)
+    assert all(f.message for f in got.failures)
+    many = Report(groups=(Group("g", tests=tuple(t(f"x{i}", F, message=f"m{i}") for i in range(5))),))
+    got = match(many, "g")
+    assert [(f.name, f.message) for f in got.failures] == [
+        ("g > x0", "m0"),
+        ("g > x1", "m1"),
+        ("g > x2", "m2"),
+    ]
+    assert got.detail == "5 of 5 tests failed in group g: g > x0, g > x1, g > x2 and 2 more"
