@@ -24,6 +24,7 @@ def test_an_escalation_says_its_question(world: World) -> None:
     task = world.reload(scene.task_id)
     assert task.needs_human is not None
     assert (task.needs_human.why, task.needs_human.reason) == (WhyHuman.ESCALATED, "escalated: which API?")
+    assert task.needs_human.suggested is None
     assert task.needs_human.by == scene.agent.actor and task.needs_human.attempt == 1
     # Requeued, it no longer waits for a human, and says no reason.
     review.resolve(world.ctx, world.human, scene.task_id, review.Resolution.REQUEUE)
@@ -53,6 +54,7 @@ def test_three_verifier_errors_say_so_with_the_last_error(world: World) -> None:
     why = world.reload(scene.task_id).needs_human
     assert why is not None and why.why is WhyHuman.VERIFIER_ERRORS
     assert why.reason == "3 verifier errors in a row; the last: checkout failed"
+    assert why.suggested == "reverify"
     assert scene.verifier is not None and why.by == scene.verifier.actor
 
 
@@ -77,6 +79,7 @@ def test_a_spec_error_waits_for_a_human_and_verify_again_resumes(world: World) -
     assert (task.status, task.attempts_used, task.findings) == (Status.NEEDS_HUMAN, 0, [])
     assert task.needs_human is not None and task.needs_human.why is WhyHuman.SPEC_ERROR
     assert task.needs_human.reason == "spec error: AC-demo-1.1 ambiguous in the report"
+    assert task.needs_human.suggested is None  # its criteria are its own: no spec to revise
     assert [r.status for r in tasks.runs(world.ctx, world.human, scene.task_id)] == ["spec_error"]
     assert attempt_state(task, task.attempts[0], True) == "submitted, waiting for a human"
     # Once the spec is fixed the same submission can be verified again; no attempt was used.

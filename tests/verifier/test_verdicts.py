@@ -87,7 +87,7 @@ def test_a_run_failing_only_on_an_ambiguous_ref_goes_to_a_human_at_once_using_no
     task = detail["task"]
     assert (task["status"], task["attempts_used"], task["verifier_errors_in_row"]) == ("needs_human", 0, 0)
     assert task["needs_human"]["why"] == "spec_error" and task["needs_human"]["reason"] == reason
-    assert task["needs_human"]["attempt"] == 1
+    assert task["needs_human"]["attempt"] == 1 and task["needs_human"]["suggested"] == "revise_spec"
     # No finding for the executor, no mismatch flag though it reported "pass" on AC-1.2.
     assert task["findings"] == [] and task["flags"] == []
     [attempt] = task["attempts"]

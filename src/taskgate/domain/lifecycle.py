@@ -7,10 +7,12 @@ matches (status, action) and `apply_move` for the task it produces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.models import AttemptEnding, Status, WhyHuman
+from taskgate.domain.models import AttemptEnding, FailureKind, NeedsHuman, Status, WhyHuman
 
 
 class Action(StrEnum):
@@ -230,6 +232,42 @@ _LAST_ENDED = {
     Action.EXPIRE: "lease expired",
     Action.FAIL_OTHER: "was reported failed",
     Action.REOPEN: "was reopened",
+}
+
+
+def needs_human(
+    move: Move,
+    out: Outcome,
+    *,
+    max_attempts: int,
+    text: str,
+    at: datetime,
+    by: str,
+    attempt: int | None,
+    has_spec: bool,
+) -> NeedsHuman:
+    """The record of why a move that lands in needs_human puts the task there (see why_human),
+    with the resolution that answers it where one does."""
+    why, reason = why_human(move, out, max_attempts=max_attempts, text=text)
+    suggested: Literal["revise_spec", "reverify"] | None = None
+    if why is WhyHuman.VERIFIER_ERRORS:
+        suggested = "reverify"  # once the verifier is fixed
+    elif why is WhyHuman.SPEC_ERROR and has_spec:
+        suggested = "revise_spec"  # a task's own criteria are edited on the task instead
+    return NeedsHuman(
+        why=why,
+        reason=reason,
+        at=at,
+        by=by,
+        attempt=attempt,
+        failure_kind=_FAILURE_KINDS.get(move.action),
+        suggested=suggested,
+    )
+
+
+_FAILURE_KINDS = {
+    Action.FAIL_SPEC_GAP: FailureKind.SPEC_GAP,
+    Action.FAIL_DESIGN_CONFLICT: FailureKind.DESIGN_CONFLICT,
 }
 
 

@@ -265,6 +265,9 @@ class NeedsHuman(Record):
     by: str  # who moved it there: the holder, the server, the sweeper
     attempt: int | None = None
     failure_kind: FailureKind | None = None
+    # The resolution that answers it, where one does: revise_spec for a spec error (of a task
+    # with a spec), reverify once the verifier is fixed. None: the human decides.
+    suggested: Literal["revise_spec", "reverify"] | None = None
 
 
 class Task(Record):

@@ -11,9 +11,9 @@ from taskgate.domain.lifecycle import (
     depends_on_project,
     find_move,
     land,
-    why_human,
+    needs_human,
 )
-from taskgate.domain.models import Attempt, FailureKind, HistoryEvent, NeedsHuman, Project, Status, Task
+from taskgate.domain.models import Attempt, HistoryEvent, Project, Status, Task
 from taskgate.domain.principals import Acting
 from taskgate.service.context import event
 
@@ -61,18 +61,15 @@ def move(
         update["status_changed_at"] = now
     current = task.current_attempt()
     if out.target is Status.NEEDS_HUMAN:
-        kind, reason = why_human(row, out, max_attempts=max_attempts, text=why)
-        failure = {
-            Action.FAIL_SPEC_GAP: FailureKind.SPEC_GAP,
-            Action.FAIL_DESIGN_CONFLICT: FailureKind.DESIGN_CONFLICT,
-        }
-        update["needs_human"] = NeedsHuman(
-            why=kind,
-            reason=reason,
+        update["needs_human"] = needs_human(
+            row,
+            out,
+            max_attempts=max_attempts,
+            text=why,
             at=now,
             by=who if isinstance(who, str) else who.actor,
             attempt=current.number if current is not None else None,
-            failure_kind=failure.get(action),
+            has_spec=task.spec_id is not None,
         )
     elif task.needs_human is not None:
         update["needs_human"] = None
