@@ -31,8 +31,9 @@ TEST_REF_RULE = (
     "passes when at least one of its tests passed and none failed; a group whose tests were all "
     "skipped does not pass. A ref matching more than one test or group is a spec error: it never "
     "passes, and a run whose only non-passing criteria are such refs sends the task to a human to "
-    "fix the spec (no attempt is used); write tests so each ref names exactly one. A command criterion's verify_ref is a shell command run in a clean checkout; exit 0 "
-    "passes. Review criteria are judged by a reviewer."
+    "fix the spec (no attempt is used); write tests so each ref names exactly one. A command "
+    "criterion's verify_ref is a shell command run in a clean checkout; exit 0 passes. Review "
+    "criteria are judged by a reviewer."
 )
 
 # Prose is clipped to these lengths before anything is measured (marked with a trailing '…').

@@ -34,6 +34,10 @@ class CheckoutError(Exception):
     """The checkout failed: an error of the run (the verifier's side), never the executor's."""
 
 
+class GitTimeout(CheckoutError):
+    """Git took longer than GIT_TIMEOUT_S: nothing is known about the commit."""
+
+
 class CommitMissing(Exception):
     """The repository was read (a local one opened, a remote one answered) and the submitted
     commit is not in it: the executor's to fix (push it), unlike a CheckoutError."""
@@ -79,7 +83,7 @@ class Git:
                 cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
             )
         except subprocess.TimeoutExpired as exc:
-            raise CheckoutError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from exc
+            raise GitTimeout(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from exc
         if ok and out.returncode != 0:
             return None
         if check and out.returncode != 0:
@@ -151,6 +155,8 @@ def checkout(
             git("remote", "add", "origin", repo, cwd=path)
             try:
                 git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha, cwd=path)
+            except GitTimeout:
+                raise
             except CheckoutError:
                 # Either the remote could not be read (network, auth, no such repository: the
                 # verifier's problem) or it was and does not serve this commit (never pushed).

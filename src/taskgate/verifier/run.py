@@ -20,7 +20,7 @@ from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.testrefs import match_reports
-from taskgate.domain.text import clip_words
+from taskgate.domain.text import clip_words, tail_lines
 from taskgate.domain.verifier_config import ReviewerSpec, VerifierConfig
 from taskgate.verifier import process, reviewer
 from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, checkout
@@ -219,7 +219,7 @@ class Runner:
             ok = done.exit_code == 0
             detail = f"exit {done.exit_code} in {done.duration_ms / 1000:.2f} s"
             if not ok and done.output.strip():
-                detail += ": " + _tail(done.output.strip(), DETAIL_CHARS)
+                detail += ":\n" + tail_lines(done.output, DETAIL_CHARS)  # its end: where the error is
             g.results[c.id] = CriterionResult(
                 result=Evidence.PASS if ok else Evidence.FAIL,
                 detail=detail,
