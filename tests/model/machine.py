@@ -479,6 +479,9 @@ class ModelMachine(RuleBasedStateMachine):
                     "live_run": mt.live_run is not None,
                     "risk": mt.risk,
                 }
+                # Why a task waits for a human (issue 17); no reason once it left needs_human.
+                want["why"] = mt.why if mt.status == ref.NEEDS_HUMAN else None
+                real["why"] = rt.needs_human.why.value if rt.needs_human is not None else None
                 if mt.status == ref.NEEDS_VERIFICATION:
                     # Errors "in a row" count only while the task waits for a verifier.
                     want["errors_in_row"] = mt.errors_in_row
@@ -1079,7 +1082,7 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(
         r=wide,
         focus=focus_,
-        verdict=st.sampled_from(["pass", "pass", "fail", "error"]),
+        verdict=st.sampled_from(["pass", "pass", "fail", "error", "spec_error"]),
         stranger=st.sampled_from([False] * 6 + [True]),
     )
     def verify_finish(self, r: int, focus: bool, verdict: str, stranger: bool) -> None:
@@ -1099,11 +1102,16 @@ class ModelMachine(RuleBasedStateMachine):
         crit = self.run_criteria[run.label]
         checks: dict[str, CheckResult] = {}
         results: dict[str, CriterionResult] = {}
-        if verdict in ("pass", "fail"):
-            checks = {"unit": CheckResult(exit_code=0 if verdict == "pass" else 1, output_tail="")}
-            result = Evidence.PASS if verdict == "pass" else Evidence.FAIL
+        if verdict in ("pass", "fail", "spec_error"):
+            checks = {"unit": CheckResult(exit_code=1 if verdict == "fail" else 0, output_tail="")}
+            result = {"pass": Evidence.PASS, "fail": Evidence.FAIL, "spec_error": Evidence.AMBIGUOUS}[verdict]
+            # A spec error: every test ref is ambiguous, everything else passed.
             results = {
-                cid: CriterionResult(result=result, detail="ran", source=_source(kind, ref))
+                cid: CriterionResult(
+                    result=result if kind == "test" or verdict != "spec_error" else Evidence.PASS,
+                    detail="ran",
+                    source=_source(kind, ref),
+                )
                 for cid, kind, ref in crit
             }
         self.step(

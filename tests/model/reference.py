@@ -9,7 +9,12 @@ table comments and its closing note):
 - backlog -> blocked when a spec is approved while the task's blockers are open;
 - ready|blocked -> backlog when a spec is revised (tasks wait in backlog while their spec is a draft);
 - a verifier error keeps needs_verification; the third in a row lands in needs_human;
-- a system move to ready for a task whose attempts are used up lands in needs_human.
+- a system move to ready for a task whose attempts are used up lands in needs_human;
+- a run whose only non-passing criteria are ambiguous test refs (a spec error, DESIGN.md section
+  4) lands in needs_human at once, using no attempt (issue 17).
+
+A task in needs_human records why (DESIGN.md section 4 and issue 17: attempts used up, verifier
+errors, a spec error, an escalation, a reported failure); the model keeps the same word.
 
 Where DESIGN.md and the seeds are silent the model picks what a careful user would expect; each
 such choice says so in a comment ("Silent:"). Some of those were settled by a divergence: the
@@ -193,6 +198,7 @@ class Task:
     submitted: bool = False
     errors_in_row: int = 0
     live_run: int | None = None
+    why: str | None = None  # why it went to needs_human, the last time it did
     # After a lease lapsed with no write yet: the raw record may still show the claim
     # (expiry is enforced on access; nothing obliges a write before someone looks).
     lapsed_from: tuple[str, str | None, int, int, tuple[tuple[str | None, bool], ...]] | None = None
@@ -302,7 +308,7 @@ class Model:
         if uses_attempt:
             t.used += 1
         if (uses_attempt or system) and t.used >= self._max(t):
-            t.status = NEEDS_HUMAN
+            self._to_human(t, "attempts_used_up")
         elif self._spec_draft(t):
             # Silent: seed 001 says tasks wait in backlog while their spec is a draft; a claim
             # that ends under a revised spec must not put the task in the queue.
@@ -605,13 +611,13 @@ class Model:
             t.status = BLOCKED
         else:  # spec_gap, design_conflict
             t.used += 1
-            t.status = NEEDS_HUMAN
+            self._to_human(t, "reported_failure")
 
     def escalate(self, c: Caller, label: int, token: int | None, *, question: bool) -> None:
         _, chk = self._start(c)
         chk.need(question, "E_VALIDATION", "question")
         t = self._holder(c, label, token, chk, "escalated", False)
-        t.status = NEEDS_HUMAN
+        self._to_human(t, "escalated")
 
     def submit(self, c: Caller, label: int, token: int | None, *, evidence: bool, sha_ok: bool) -> None:
         _, chk = self._start(c)
@@ -867,7 +873,7 @@ class Model:
             t.live_run = None
         t.errors_in_row += 1
         if t.errors_in_row >= VERIFIER_ERRORS_TO_HUMAN:
-            t.status = NEEDS_HUMAN
+            self._to_human(t, "verifier_errors")
 
     def verify_finish(self, c: Caller, label: int, run_label: int, verdict: str) -> str:
         _, chk = self._start(c)
@@ -884,14 +890,29 @@ class Model:
         if verdict == "error":
             self._verifier_error(t)
             return "error"
-        run.state = "passed" if verdict == "pass" else "failed"
+        if verdict == "spec_error" and "test" not in self._kinds(t):
+            verdict = "pass"  # only a test ref can be ambiguous: every other criterion passed
+        run.state = {"pass": "passed", "fail": "failed", "spec_error": "spec_error"}[verdict]
         t.live_run = None
         t.errors_in_row = 0
         if verdict == "pass":
             t.status = VERIFIED
+        elif verdict == "spec_error":
+            # No executor can fix a spec: a human, at once, and the attempt stays unused (open,
+            # like one waiting after verifier errors, until a human resolves the task).
+            self._to_human(t, "spec_error")
         else:
             self._to_ready(t, uses_attempt=True, system=False)
         return verdict
+
+    def _kinds(self, t: Task) -> tuple[str, ...]:
+        """The kinds of the criteria the task holds now: its spec's and its own."""
+        return t.own_kinds + (self.specs[t.spec].kinds if t.spec is not None else ())
+
+    @staticmethod
+    def _to_human(t: Task, why: str) -> None:
+        t.status = NEEDS_HUMAN
+        t.why = why
 
     # ---- reads ---------------------------------------------------------------------------
 

@@ -151,6 +151,8 @@ def perform(scene: Scene, action: Action) -> None:
         verify(scene, Evidence.FAIL)
     elif action is Action.VERIFY_ERROR:
         verify(scene, None, error="checkout failed")
+    elif action is Action.VERIFY_SPEC_ERROR:
+        verify(scene, Evidence.AMBIGUOUS)
     elif action is Action.REOPEN:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:

@@ -179,7 +179,7 @@ def test_failed_verification_feeds_the_next_brief_and_flags_self_report_mismatch
     assert after.findings[-1].self_report_mismatch == [cid]
     b = brief.for_task(world.ctx, scene.agent, scene.task_id)
     assert b["findings"][0]["self_report_mismatch"] == [cid]
-    assert any(cid in d for d in b["findings"][0]["details"])
+    assert [c["id"] for c in b["findings"][0]["criteria"]] == [cid]
 
 
 def test_three_verifier_errors_in_a_row_go_to_needs_human_and_reverify_resumes(world: World) -> None:

@@ -17,6 +17,11 @@ from taskgate.domain.models import (
     Criterion,
     CriterionKind,
     ExecutionDefaults,
+    FailedCheck,
+    FailedCriterion,
+    FailedTest,
+    Finding,
+    FindingSource,
     Note,
     Project,
     Spec,
@@ -231,3 +236,97 @@ def test_the_brief_is_measured_as_json_dumps_writes_it(node: Any) -> None:
 @pytest.mark.parametrize("text", ["plain", "del \x7f here", "tab\tnew\nline", "\x00\x1f", "é", "😀", '"\\'])
 def test_the_measure_of_tricky_text(text: str) -> None:
     assert briefs._size({"t": [text]}) == size({"t": [text]})
+
+
+# -- a failed run's findings (issue 17) -----------------------------------------------------------
+
+
+def _failed_run(output: str, message: str, attempt: int = 1) -> Finding:
+    return Finding(
+        attempt=attempt,
+        source=FindingSource.VERIFIER,
+        by="verifier:ci",
+        at=T0,
+        summary="1 check failed: unit; 1 criterion without positive evidence: AC-1.1",
+        details=["AC-1.1 fail: 1 test failed: tests.test_x.TestX.test_odd", "check unit exited 1"],
+        criteria=[
+            FailedCriterion(
+                id="AC-1.1",
+                result="fail",
+                detail="1 test failed: tests.test_x.TestX.test_odd",
+                tests=[FailedTest(name="tests.test_x.TestX.test_odd", message=message)],
+            )
+        ],
+        checks=[FailedCheck(name="unit", exit_code=1, output_end=output)],
+    )
+
+
+OUTPUT = (
+    "".join(f"tests/test_x.py:{i}: in helper_{i}\n" for i in range(200))
+    + "=== 1 failed, 4 passed in 0.2s ==="
+)
+MESSAGE = "AssertionError: assert [['A']] == [['A'], ['G']]\n  Right contains one more item: ['G']"
+
+
+def test_a_finding_shows_failing_criteria_first_with_the_tests_message_then_the_checks_output_end() -> None:
+    b = _build(task=_task(findings=[_failed_run(OUTPUT, MESSAGE)]))
+    [f] = b["findings"]
+    assert list(f) == ["attempt", "source", "summary", "criteria", "checks"]
+    assert f["criteria"] == [
+        {
+            "id": "AC-1.1",
+            "result": "fail",
+            "detail": "1 test failed: tests.test_x.TestX.test_odd",
+            "tests": [{"name": "tests.test_x.TestX.test_odd", "message": MESSAGE}],
+        }
+    ]
+    end = f["checks"][0]["output_end"]
+    assert end.endswith("=== 1 failed, 4 passed in 0.2s ===") and end.startswith("…\ntests/test_x.py:")
+    assert len(end) <= briefs.CHECK_OUTPUT_CHARS and "a check's output" in b["clipped"]
+
+
+def test_when_the_brief_is_too_long_check_output_shrinks_before_test_messages_and_both_before_findings() -> (
+    None
+):
+    long_message = MESSAGE + "\n" + "E   more diff\n" * 100
+    older = _failed_run(OUTPUT, long_message, attempt=1)
+    last = _failed_run(OUTPUT, long_message, attempt=2)
+    # The last run: five failing checks, three failing criteria, too much for the budget whole.
+    last.checks = [FailedCheck(name=f"c{i}", exit_code=1, output_end=OUTPUT) for i in range(5)]
+    last.criteria = [last.criteria[0].model_copy(update={"id": f"AC-1.{i}"}) for i in range(1, 4)]
+    b = _build(task=_task(findings=[older, last]))
+    assert size(b) <= BUDGET
+    [f] = b["findings"]  # the older finding went first
+    assert f["attempt"] == 2 and b["omitted"] == {"findings": 1}
+    for check in f["checks"]:  # every check's output shrank, and kept its end
+        assert len(check["output_end"]) <= briefs.SHORT_OUTPUT_CHARS
+        assert check["output_end"].endswith("=== 1 failed, 4 passed in 0.2s ===")
+    for c in f["criteria"]:  # the failing criteria kept their messages (clipped as any item)
+        [test] = c["tests"]
+        assert len(test["message"]) == briefs.ITEM_TEXT_CHARS and test["message"].startswith(MESSAGE)
+    # With still less room, the messages shrink too (from their end: the assertion stays).
+    small = _build(task=_task(findings=[last]), budget_tokens=1400)
+    assert size(small) <= 1400 * briefs.CHARS_PER_TOKEN
+    [f] = small["findings"]
+    messages = [c["tests"][0]["message"] for c in f["criteria"]]
+    assert all(
+        len(m) <= briefs.SHORT_MESSAGE_CHARS and m.startswith("AssertionError: assert") for m in messages
+    )
+    assert "a test message" in small["clipped"] and "a check's output" in small["clipped"]
+
+
+def test_a_humans_finding_keeps_its_lines() -> None:
+    human = Finding(
+        attempt=1,
+        source=FindingSource.HUMAN,
+        by="human:a",
+        at=T0,
+        summary="no docs",
+        details=["add a README"],
+    )
+    [f] = _build(task=_task(findings=[human]))["findings"]
+    assert f == {"attempt": 1, "source": "human", "summary": "no docs", "details": ["add a README"]}
+
+
+def test_the_test_ref_rule_says_an_ambiguous_ref_goes_to_a_human() -> None:
+    assert "sends the task to a human to fix the spec (no attempt is used)" in briefs.TEST_REF_RULE

@@ -7,8 +7,19 @@ import itertools
 import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.lifecycle import TABLE, Action, Guard, depends_on_project, find_move, land
-from taskgate.domain.models import Status
+from taskgate.domain.lifecycle import (
+    TABLE,
+    VERIFIER_ERRORS_TO_NEEDS_HUMAN,
+    Action,
+    Guard,
+    Move,
+    Outcome,
+    depends_on_project,
+    find_move,
+    land,
+    why_human,
+)
+from taskgate.domain.models import Status, WhyHuman
 
 
 def _allowed(source: Status | None, action: Action, on: bool) -> bool:
@@ -157,3 +168,52 @@ def test_a_human_move_is_found_by_where_it_goes() -> None:
             human_move(source, target)
         assert refused.value.code is ErrorCode.WRONG_STATE
         assert refused.value.current_status == source.value
+
+
+def _landings_in_needs_human() -> list[tuple[Move, Outcome]]:
+    """Every way a row can land in needs_human: its own target, the third verifier error, or the
+    last attempt used (any move to ready that may run out)."""
+    found = []
+    for m in TABLE:
+        errors = VERIFIER_ERRORS_TO_NEEDS_HUMAN - 1 if m.action is Action.VERIFY_ERROR else 0
+        # Used up by this move, or already (a system move to ready with nothing left).
+        used = 2 if m.uses_attempt else 3
+        out = land(m, attempts_used=used, max_attempts=3, verifier_errors_in_row=errors)
+        if out.target is Status.NEEDS_HUMAN:
+            found.append((m, out))
+    return found
+
+
+def test_every_landing_in_needs_human_says_why() -> None:
+    seen = {}
+    for m, out in _landings_in_needs_human():
+        why, reason = why_human(m, out, max_attempts=3, text="the text")
+        assert reason and "the text" in reason, (m, reason)
+        seen[m.action] = why
+    assert seen == {
+        Action.FAIL_OTHER: WhyHuman.ATTEMPTS_USED_UP,
+        Action.EXPIRE: WhyHuman.ATTEMPTS_USED_UP,
+        Action.ESCALATE: WhyHuman.ESCALATED,
+        Action.FAIL_SPEC_GAP: WhyHuman.REPORTED_FAILURE,
+        Action.FAIL_DESIGN_CONFLICT: WhyHuman.REPORTED_FAILURE,
+        Action.VERIFY_FAIL: WhyHuman.ATTEMPTS_USED_UP,
+        Action.VERIFY_ERROR: WhyHuman.VERIFIER_ERRORS,
+        Action.VERIFY_SPEC_ERROR: WhyHuman.SPEC_ERROR,
+        Action.REOPEN: WhyHuman.ATTEMPTS_USED_UP,
+        Action.BLOCKERS_DONE: WhyHuman.ATTEMPTS_USED_UP,
+        Action.SPEC_APPROVED: WhyHuman.ATTEMPTS_USED_UP,
+    }
+
+
+def test_a_spec_error_is_one_row_that_uses_no_attempt() -> None:
+    [row] = [m for m in TABLE if m.action is Action.VERIFY_SPEC_ERROR]
+    assert (row.source, row.target, row.uses_attempt) == (
+        Status.NEEDS_VERIFICATION,
+        Status.NEEDS_HUMAN,
+        False,
+    )
+    out = land(row, attempts_used=1, max_attempts=3, verifier_errors_in_row=2)
+    assert (out.target, out.attempts_used, out.verifier_errors_in_row) == (Status.NEEDS_HUMAN, 1, 0)
+    assert why_human(row, out, max_attempts=3, text="spec error: AC-1.3 `x` matches 2 tests")[1] == (
+        "spec error: AC-1.3 `x` matches 2 tests"
+    )

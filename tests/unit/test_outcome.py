@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from taskgate.domain.models import Criterion, CriterionKind, Risk, SelfReport, Spec, SpecStatus, Submission
+from taskgate.domain.models import (
+    Criterion,
+    CriterionKind,
+    FailedTest,
+    Risk,
+    SelfReport,
+    Spec,
+    SpecStatus,
+    Submission,
+)
 from taskgate.domain.outcome import (
     CheckResult,
     CriterionResult,
@@ -78,15 +87,96 @@ def test_passes_only_with_all_checks_zero_and_all_criteria_positive() -> None:
     assert got.verdict is Verdict.PASSED
     bad_check = {"unit": CheckResult(exit_code=1, output_tail="boom")}
     got = _decide([TEST], {"AC-1.1": TEST_PASS}, checks=bad_check)
-    assert got.verdict is Verdict.FAILED and "check unit exited 1: boom" in got.findings[0]
+    assert got.verdict is Verdict.FAILED and got.findings == ["check unit exited 1"]
+    assert [(c.name, c.exit_code, c.output_end) for c in got.checks] == [("unit", 1, "boom")]
 
 
 def test_skipped_missing_ambiguous_are_not_passed() -> None:
-    for ev in (Evidence.SKIPPED, Evidence.AMBIGUOUS, Evidence.FAIL):
+    for ev in (Evidence.SKIPPED, Evidence.FAIL):
         got = _decide([TEST], {"AC-1.1": CriterionResult(result=ev, source=FROM_REPORT)})
         assert got.verdict is Verdict.FAILED
+    got = _decide([TEST], {"AC-1.1": CriterionResult(result=Evidence.AMBIGUOUS, source=FROM_REPORT)})
+    assert got.verdict is Verdict.SPEC_ERROR  # never a pass; no executor's failure either
     got = _decide([TEST], {})
     assert got.verdict is Verdict.FAILED and "AC-1.1 missing" in got.findings[0]
+
+
+TEST2 = Criterion(id="AC-1.4", text="more", kind=CriterionKind.TEST, verify_ref="test_basic")
+AMBIGUOUS_BASIC = CriterionResult(
+    result=Evidence.AMBIGUOUS,
+    detail="`test_basic` matches 71 tests: test a.test_basic, test b.test_basic and 69 more",
+)
+SAID_PASS = Submission(
+    commit_sha="abcdef1",
+    evidence="x",
+    actor="agent:b",
+    credential_id="k",
+    submitted_at=T0,
+    self_report={"AC-1.1": SelfReport.PASS, "AC-1.4": SelfReport.PASS},
+)
+
+
+def test_only_ambiguous_refs_are_a_spec_error_with_no_mismatch_and_the_reason() -> None:
+    got = _decide([TEST, TEST2], {"AC-1.1": TEST_PASS, "AC-1.4": AMBIGUOUS_BASIC}, submission=SAID_PASS)
+    assert got.verdict is Verdict.SPEC_ERROR
+    assert got.summary == (
+        "spec error: AC-1.4 `test_basic` matches 71 tests: test a.test_basic, test b.test_basic and 69 more"
+    )
+    assert got.self_report_mismatch == []
+    assert [(c.id, c.spec_error) for c in got.criteria] == [("AC-1.4", True)]
+
+
+def test_ambiguous_refs_with_a_real_failure_fail_and_are_listed_as_spec_errors() -> None:
+    failing = CriterionResult(
+        result=Evidence.FAIL,
+        detail="1 test failed: a.b",
+        source=FROM_REPORT,
+        failures=[FailedTest(name="a.b", message="assert 1 == 2")],
+    )
+    got = _decide([TEST, TEST2], {"AC-1.1": failing, "AC-1.4": AMBIGUOUS_BASIC}, submission=SAID_PASS)
+    assert got.verdict is Verdict.FAILED
+    assert got.self_report_mismatch == ["AC-1.1"]  # the ambiguous one is the spec's, not the agent's
+    assert got.findings[0] == "AC-1.1 fail: 1 test failed: a.b"
+    assert got.findings[1].startswith("AC-1.4 spec error (the spec's to fix, not the code's): `test_basic`")
+    assert [(t.name, t.message) for t in got.criteria[0].tests] == [("a.b", "assert 1 == 2")]
+    # A failing check is a real failure too.
+    got = _decide(
+        [TEST2], {"AC-1.4": AMBIGUOUS_BASIC}, checks={"unit": CheckResult(exit_code=1, output_tail="boom")}
+    )
+    assert got.verdict is Verdict.FAILED
+
+
+def test_an_ambiguous_result_on_a_criterion_that_has_no_ref_to_fix_is_a_failure() -> None:
+    bogus = CriterionResult(result=Evidence.AMBIGUOUS, rationale="unsure")
+    got = _decide([REVIEW], {"AC-1.2": bogus})
+    assert got.verdict is Verdict.FAILED and not got.criteria[0].spec_error
+
+
+def test_a_missing_commit_fails_the_run_with_the_hint_and_no_mismatch() -> None:
+    got = decide(
+        criteria=[TEST],
+        spec=None,
+        checks={},
+        results={},
+        submission=SAID_PASS,
+        config=CFG,
+        missing_commit=("abcdef1", "file:///srv/repo.git"),
+    )
+    assert got.verdict is Verdict.FAILED and got.self_report_mismatch == []
+    assert got.findings == ["commit abcdef1 is not in file:///srv/repo.git: push it, then submit again"]
+    assert got.summary == got.findings[0]
+
+
+def test_failing_criteria_come_before_failing_checks_and_a_check_keeps_the_end_of_its_output() -> None:
+    output = "".join(f"line {i}\n" for i in range(1000)) + "=== 1 failed, 2 passed in 0.1s ==="
+    failing = CriterionResult(result=Evidence.FAIL, detail="1 test failed: a.b", source=FROM_REPORT)
+    got = _decide(
+        [TEST], {"AC-1.1": failing}, checks={"unit": CheckResult(exit_code=1, output_tail=output[-20_000:])}
+    )
+    assert got.findings == ["AC-1.1 fail: 1 test failed: a.b", "check unit exited 1"]
+    end = got.checks[0].output_end
+    assert end.endswith("=== 1 failed, 2 passed in 0.1s ===") and end.startswith("…\nline ")
+    assert len(end) <= 2000
 
 
 def test_a_review_pass_without_rationale_is_missing() -> None:

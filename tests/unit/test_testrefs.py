@@ -74,10 +74,13 @@ SEED = Report(groups=(SLUGIFY_FILE, OTHER_FILE, THIRD_FILE))
 
 
 def check(report: Report, ref: str, evidence: Evidence, *says: str) -> RefResult:
+    """`says`: parts of what the result tells a person: its detail, then each failing test it
+    carries as "<full name>: <message>" on a line of its own."""
     got = match(report, ref)
     assert got.evidence is evidence, (ref, got)
+    told = got.detail + "".join(f"\n{f.name}: {f.message}" for f in got.failures)
     for part in says:
-        assert part in got.detail, (ref, got.detail)
+        assert part in told, (ref, told)
     return got
 
 
@@ -117,8 +120,8 @@ def test_group_rules() -> None:
         SEED,
         "truncate",
         FAIL,
-        "1 of 2 tests failed in group src/other.test.ts > truncate: "
-        "src/other.test.ts > truncate > cuts long text: expected 'ab', got 'abc'",
+        "1 of 2 tests failed in group src/other.test.ts > truncate: src/other.test.ts > truncate > cuts long text",
+        "\nsrc/other.test.ts > truncate > cuts long text: expected 'ab', got 'abc'",
     )
     check(SEED, "src/other.test.ts", FAIL, "1 of 3 tests failed")
     # All skipped: not a pass.
@@ -131,7 +134,11 @@ def test_group_rules() -> None:
 
 def test_single_tests() -> None:
     check(
-        SEED, "cuts long text", FAIL, "1 test failed: src/other.test.ts > truncate > cuts long text: expected"
+        SEED,
+        "cuts long text",
+        FAIL,
+        "1 test failed: src/other.test.ts > truncate > cuts long text",
+        "\nsrc/other.test.ts > truncate > cuts long text: expected 'ab', got 'abc'",
     )
     check(
         SEED,
@@ -171,7 +178,7 @@ def test_the_same_group_name_in_two_files_is_ambiguous() -> None:
     got = check(SEED, "helpers", AMBIGUOUS)
     assert (
         got.detail
-        == "'helpers' matches 2: group src/other.test.ts > helpers, group src/third.test.ts > helpers"
+        == "`helpers` matches 2 groups: group src/other.test.ts > helpers, group src/third.test.ts > helpers"
     )
     # A longer path picks one.
     check(SEED, "src/third.test.ts > helpers", PASS, "1 of 1 tests passed")
@@ -180,16 +187,16 @@ def test_the_same_group_name_in_two_files_is_ambiguous() -> None:
 
 def test_a_group_and_a_test_of_the_same_name_are_ambiguous() -> None:
     report = Report(groups=(Group("f", groups=(Group("trim", tests=(t("a"),)),), tests=(t("trim"),)),))
-    check(report, "trim", AMBIGUOUS, "'trim' matches 2: group f > trim, test f > trim")
+    check(report, "trim", AMBIGUOUS, "`trim` matches 2 (1 test, 1 group): group f > trim, test f > trim")
     # The same in vitest's flat shape: a test "trim" and a test "trim > a".
     flat = Report(groups=(Group("f", tests=(t("trim"), t("trim > a"))),))
-    check(flat, "trim", AMBIGUOUS, "matches 2: test f > trim, group f > trim")
+    check(flat, "trim", AMBIGUOUS, "matches 2 (1 test, 1 group): test f > trim, group f > trim")
     check(flat, "trim > a", PASS)
 
 
 def test_many_matches_are_listed_briefly() -> None:
     report = Report(groups=tuple(Group(f"f{i}", tests=(t("x"),)) for i in range(8)))
-    check(report, "x", AMBIGUOUS, "'x' matches 8: test f0 > x, test f1 > x", "f4 > x and 3 more")
+    check(report, "x", AMBIGUOUS, "`x` matches 8 tests: test f0 > x, test f1 > x", "f4 > x and 3 more")
 
 
 def test_classname_name_is_matched_first() -> None:
@@ -197,13 +204,14 @@ def test_classname_name_is_matched_first() -> None:
     report = Report(
         groups=(Group("s", tests=(t("b", F, classname="a"),), groups=(Group("a.b", tests=(t("x"),)),)),)
     )
-    check(report, "a.b", FAIL, "1 test failed: s > b [a]")
+    check(report, "a.b", FAIL, "1 test failed: a.b")
     check(report, "s > a.b", PASS)
     # Two tests with the same classname.name in different suites are ambiguous.
     twice = Report(
         groups=(Group("s1", tests=(t("b", classname="a"),)), Group("s2", tests=(t("b", classname="a"),)))
     )
-    check(twice, "a.b", AMBIGUOUS, "matches 2: test s1 > b [a], test s2 > b [a]")
+    # Their full names are the same, so the listing says where each sits.
+    check(twice, "a.b", AMBIGUOUS, "matches 2 tests: test s1 > b [a], test s2 > b [a]")
 
 
 def test_junit5_method_names_with_parentheses_also_match_without() -> None:
@@ -263,7 +271,7 @@ def test_a_test_written_twice_is_one_test_that_fails_if_any_run_failed() -> None
     def twice(*runs: TestOutcome) -> Report:
         return Report(groups=(Group("s", tests=tuple(t("x", o, "C", message=o.value) for o in runs)),))
 
-    check(twice(P, F), "x", FAIL, "1 test failed: s > x [C] (failed in 1 of 2 runs): failed")
+    check(twice(P, F), "x", FAIL, "1 test failed: C.x (failed in 1 of 2 runs)", "\nC.x: failed")
     check(twice(F, P, P), "C.x", FAIL, "(failed in 1 of 3 runs)")
     check(twice(P, P), "x", PASS, "(passed in 2 of 2 runs)")
     check(twice(S, P), "x", PASS, "(passed in 1 of 2 runs)")
@@ -272,7 +280,7 @@ def test_a_test_written_twice_is_one_test_that_fails_if_any_run_failed() -> None
     check(twice(P, F, P), "s", FAIL, "1 of 1 tests failed")
     # The same name under different classnames is two tests.
     two = Report(groups=(Group("s", tests=(t("x", classname="A"), t("x", classname="B"))),))
-    check(two, "x", AMBIGUOUS, "matches 2: test s > x [A], test s > x [B]")
+    check(two, "x", AMBIGUOUS, "matches 2 tests: test A.x, test B.x")
     check(two, "A.x", PASS)
 
 
@@ -281,16 +289,17 @@ def test_unnamed_suites_are_transparent() -> None:
     check(report, "g > x", PASS, "1 test passed: g > x")
 
 
-def test_failure_messages_in_details_are_shortened() -> None:
+def test_a_failure_message_travels_whole_with_its_test_and_stays_out_of_the_detail() -> None:
     report = Report(tests=(t("x", F, message="m" * 1500),))
-    detail = match(report, "x").detail
-    assert detail.startswith("1 test failed: x: mmm") and detail.endswith("…") and len(detail) < 600
+    got = match(report, "x")
+    assert got.detail == "1 test failed: x"
+    assert [(f.name, f.message) for f in got.failures] == [("x", "m" * 1500)]
 
 
 def test_names_nest_as_deep_as_suites_may_and_no_deeper() -> None:
     deep = " > ".join(["a"] * MAX_GROUP_DEPTH)
     report = Report(tests=(t(deep, F),))
-    check(report, "a", AMBIGUOUS, f"matches {MAX_GROUP_DEPTH}")
+    check(report, "a", AMBIGUOUS, f"matches {MAX_GROUP_DEPTH} (1 test, {MAX_GROUP_DEPTH - 1} groups)")
     check(report, deep, FAIL)
     # Deeper than that (a hostile report), the name is kept whole: one test, no deep tree, and it
     # still counts in its group.
@@ -343,7 +352,7 @@ def test_js_runners_follow_the_seed_examples(fixture: str) -> None:
     check(r, "throws", FAIL, "exploded on purpose")
     check(r, "trim", AMBIGUOUS, "matches 2")  # a test and a group
     check(r, "trim > strips spaces", PASS)
-    check(r, "helpers", AMBIGUOUS, "matches 2: group", "group")  # the same group in two files
+    check(r, "helpers", AMBIGUOUS, "matches 2 groups: group")  # the same group in two files
     check(r, "helpers > adds", PASS)
     check(r, "helpers > joins", PASS)
     check(r, "parse > ints > reads digits", PASS)
@@ -385,7 +394,7 @@ def test_pytest_refs() -> None:
         r,
         "tests.test_strings.TestSlugify.test_keeps_digits",
         PASS,
-        "pytest > test_keeps_digits [tests.test_strings.TestSlugify]",
+        "1 test passed: tests.test_strings.TestSlugify.test_keeps_digits",
     )
     check(r, "test_keeps_digits", PASS)
     check(r, "tests.test_strings.TestSlugify", PASS, "3 of 4 tests passed", "(by classname)", "1 skipped")
@@ -419,7 +428,7 @@ def test_surefire_refs() -> None:
     check(r, "com.example.text", FAIL, "(by classname)")
     check(r, "com.example.numbers", PASS, "3 of 3 tests passed")
     check(r, "com.example.numbers.HelpersTest.isPositive{int}[1]", PASS)
-    check(r, "HelpersTest", AMBIGUOUS, "matches 2 by classname")
+    check(r, "HelpersTest", AMBIGUOUS, "matches 2 groups by classname")
     check(r, "com.example.text.HelpersTest", PASS)
 
 
@@ -478,7 +487,7 @@ def test_match_reports_ambiguous_across_reports_and_missing_everywhere() -> None
     got, check_name = match_reports(reports, "slugify > keeps digits")
     assert got.evidence is AMBIGUOUS and check_name is None
     assert got.detail.startswith(
-        "'slugify > keeps digits' is found in the reports of 2 checks: unit: 1 test passed"
+        "`slugify > keeps digits` is found in the reports of 2 checks: unit: 1 test passed"
     )
     got, check_name = match_reports(reports, "keeps digit")
     assert got.evidence is MISSING and check_name is None
@@ -516,3 +525,62 @@ def test_match_is_the_same_for_equal_reports_built_apart_and_across_threads() ->
     for th in threads:
         th.join()
     assert errors == []
+
+
+# --- a failing test's own full name and message, as each runner writes them (issue 17) --------
+
+
+@pytest.mark.parametrize(
+    ("report", "ref", "name", "message"),
+    [
+        (
+            "pytest/junit.xml",
+            "test_cuts_long_text",
+            "tests.test_strings.TestTruncate.test_cuts_long_text",  # not "pytest > test_cuts_long_text"
+            "AssertionError: truncate kept one character too many\nassert 'abc' == 'ab'",
+        ),
+        (
+            "node/junit.xml",
+            "cuts long text",
+            "truncate > cuts long text",
+            "Expected values to be strictly equal",
+        ),
+        (
+            "vitest/junit.xml",
+            "cuts long text",
+            "test/strings.test.js > truncate > cuts long text",
+            "expected 'abc' to be 'ab'",
+        ),
+        (
+            "jest/junit.xml",
+            "cuts long text",
+            "test/strings.test.js > truncate > cuts long text",
+            "Error: expect(received).toBe(expected)",
+        ),
+    ],
+)
+def test_a_failing_test_carries_its_full_name_and_its_message(
+    report: str, ref: str, name: str, message: str
+) -> None:
+    got = match(junit(report), ref)
+    assert got.evidence is FAIL
+    [failure] = got.failures
+    assert failure.name == name and failure.message.startswith(message), failure
+    assert got.detail == f"1 test failed: {name}"
+
+
+def test_a_failing_group_carries_its_first_failing_tests_with_their_messages() -> None:
+    r = surefire()
+    got = match(r, "com.example.text.TruncateTest")
+    assert got.evidence is FAIL
+    names = [f.name for f in got.failures]
+    assert names and all(n.startswith("com.example.text.TruncateTest > ") for n in names)
+    assert all(f.message for f in got.failures)
+    many = Report(groups=(Group("g", tests=tuple(t(f"x{i}", F, message=f"m{i}") for i in range(5))),))
+    got = match(many, "g")
+    assert [(f.name, f.message) for f in got.failures] == [
+        ("g > x0", "m0"),
+        ("g > x1", "m1"),
+        ("g > x2", "m2"),
+    ]
+    assert got.detail == "5 of 5 tests failed in group g: g > x0, g > x1, g > x2 and 2 more"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_REPORT_BYTES, ReportError
 from taskgate.domain.verifier_config import ReportSpec, draft_from_commands
 from taskgate.verifier import process
-from taskgate.verifier.checkout import CheckoutError, checkout, is_remote
+from taskgate.verifier.checkout import CheckoutError, CommitMissing, checkout, is_remote
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.reviewer import ReviewerError, parse_answer, prompt
 from tests.verifier.support import Repo, git
@@ -122,12 +123,37 @@ def test_a_remote_checkout_fetches_only_that_commit(repo: Repo) -> None:
 
 
 def test_checkout_failures_are_checkout_errors(repo: Repo, tmp_path: Path) -> None:
-    with pytest.raises(CheckoutError, match="is not in"), checkout(str(repo.path), "deadbeef" * 5):
-        pass
     with pytest.raises(CheckoutError, match="not found"), checkout(str(tmp_path / "nope"), "deadbeef"):
         pass
     with pytest.raises(CheckoutError, match="names no repository"), checkout("", "deadbeef"):
         pass
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    with pytest.raises(CheckoutError, match="not a git repository"), checkout(str(plain_dir), "deadbeef"):
+        pass
+    unreachable = f"file://{tmp_path}/nowhere.git"
+    with pytest.raises(CheckoutError, match="git fetch failed"), checkout(unreachable, "deadbeef" * 5):
+        pass
+
+
+def test_a_commit_the_repository_does_not_hold_is_told_apart_from_a_failed_fetch(
+    repo: Repo, tmp_path: Path
+) -> None:
+    """Local or fetched, a repository that was read but lacks the commit is CommitMissing (the
+    executor's to fix), never a CheckoutError (the verifier's)."""
+    with pytest.raises(CommitMissing) as local, checkout(str(repo.path), "deadbeef" * 5):
+        pass
+    assert (local.value.sha, local.value.repo) == ("deadbeef" * 5, str(repo.path))
+    assert not isinstance(local.value, CheckoutError)
+    bare = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "--quiet", "--bare", str(repo.path), str(bare)], check=True)
+    with pytest.raises(CommitMissing), checkout(f"file://{bare}", "deadbeef" * 5):
+        pass
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo.path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    with checkout(f"file://{bare}", head) as co:  # and a commit it holds is checked out
+        assert co.head == head
 
 
 def test_repository_hooks_never_run_with_the_verifiers_environment(repo: Repo, tmp_path: Path) -> None:

@@ -86,14 +86,15 @@ def test_a_failing_test_sends_the_task_back_with_findings_and_a_self_report_mism
     assert (attempt["ending"], attempt["used"]) == ("verification_failed", True)
     [finding] = task["findings"]
     assert finding["source"] == "verifier" and finding["self_report_mismatch"] == ["AC-1.1"]
-    assert any(d.startswith("check unit exited 1") and "route-66" in d for d in finding["details"])
-    assert any(d.startswith("AC-1.1 fail") for d in finding["details"])
+    assert finding["details"][0].startswith("AC-1.1 fail") and finding["details"][-1] == "check unit exited 1"
     assert not any(d.startswith("AC-1.2") for d in finding["details"])
+    [check] = finding["checks"]
+    assert check["name"] == "unit" and "route-66" in check["output_end"]
     brief = gate.brief_after_claim(tid)
     [previous] = brief["findings"]
     assert previous["self_report_mismatch"] == ["AC-1.1"]
-    assert any("AC-1.1 fail" in d for d in previous["details"])
-    assert any("check unit exited 1" in d for d in previous["details"])
+    assert [c["id"] for c in previous["criteria"]] == ["AC-1.1"]
+    assert previous["checks"][0]["check"] == "unit" and "route-66" in previous["checks"][0]["output_end"]
 
 
 def test_a_failing_check_fails_the_run_even_when_every_criterion_passes(live: Live, tmp_path: Path) -> None:
@@ -106,7 +107,7 @@ def test_a_failing_check_fails_the_run_even_when_every_criterion_passes(live: Li
     assert (line["verdict"], line["task_status"]) == ("failed", "ready")
     run = only_run(gate, tid)
     assert run["checks"]["lint"]["exit_code"] == 2 and run["evidence"]["AC-1.1"]["result"] == "pass"
-    assert "unused import" in gate.detail(tid)["task"]["findings"][0]["details"][0]
+    assert "unused import" in gate.detail(tid)["task"]["findings"][0]["checks"][0]["output_end"]
 
 
 def test_a_check_that_never_ends_is_stopped_and_the_run_is_an_error(live: Live, tmp_path: Path) -> None:

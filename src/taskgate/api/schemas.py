@@ -25,6 +25,7 @@ from taskgate.domain.models import (
     Decision,
     Finding,
     HistoryEvent,
+    NeedsHuman,
     Note,
     Phase,
     Project,
@@ -36,6 +37,7 @@ from taskgate.domain.models import (
     VerifierKind,
 )
 from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.taskview import attempt_state, flags, mismatches
 from taskgate.domain.text import CheckedText
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service.review import Resolution
@@ -130,6 +132,26 @@ class ClaimOut(Out):
     last_heartbeat_at: datetime | None
 
 
+class AttemptOut(Attempt):
+    """An attempt as the board shows it: its record, what it is doing in words, and its flags."""
+
+    state: str = Field(
+        description="How it ended (e.g. 'verification failed'), or 'in progress', or where its "
+        "submission waits ('submitted, waiting for verification', 'submitted, waiting for a human')"
+    )
+    self_report_mismatch: list[str] = Field(
+        description="Criteria this attempt's executor reported as pass and a verifier failed"
+    )
+
+
+class FlagOut(Out):
+    kind: Literal["self_report_mismatch", "verifier_errors"]
+    text: str
+    attempt: int | None = Field(description="The attempt the flag belongs to (the current one)")
+    criteria: list[str] = Field(description="self_report_mismatch: the criteria")
+    count: int | None = Field(description="verifier_errors: how many in a row")
+
+
 class TaskOut(Out):
     id: str
     project: str
@@ -146,12 +168,19 @@ class TaskOut(Out):
     verification_commands: list[str] | None
     max_attempts: int | None
     attempts_used: int
-    attempts: list[Attempt]
+    attempts: list[AttemptOut]
     findings: list[Finding]
     criteria_changes: list[CriteriaChange]
     claim: ClaimOut | None
     live_run: str | None
     verifier_errors_in_row: int
+    needs_human: NeedsHuman | None = Field(
+        description="While the task is in needs_human: why (attempts used up, verifier errors, a "
+        "spec error, an escalation, a reported failure) and the reason in words"
+    )
+    flags: list[FlagOut] = Field(
+        description="Flags of the current attempt only (earlier attempts keep theirs in attempts[])"
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -159,11 +188,31 @@ class TaskOut(Out):
     version: int
 
     @classmethod
-    def of(cls, task: Task) -> TaskOut:
+    def of(cls, task: Task, verification_on: bool | None = None) -> TaskOut:
+        """`verification_on`: the project's switch, when read (an attempt's state says who its
+        submission waits for)."""
         # dependents is the cascade's own bookkeeping (a superset), not something to show
         data = task.model_dump(exclude={"claim", "dependents"})
         claim = task.claim.model_dump(exclude={"token_hash"}) if task.claim is not None else None
-        return cls.model_validate({**data, "claim": claim})
+        attempts = [
+            {
+                **a.model_dump(),
+                "state": attempt_state(task, a, verification_on),
+                "self_report_mismatch": mismatches(task, a.number),
+            }
+            for a in task.attempts
+        ]
+        flagged = [
+            {
+                "kind": f.kind,
+                "text": f.text,
+                "attempt": f.attempt,
+                "criteria": list(f.criteria),
+                "count": f.count,
+            }
+            for f in flags(task)
+        ]
+        return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged})
 
 
 class TaskCreate(In):
@@ -406,8 +455,20 @@ class KeyRevoked(Out):
 # -- verifier endpoints -----------------------------------------------------------------------
 
 
+class ProjectQueue(Out):
+    project: str
+    verification_on: bool
+    waiting: int = Field(description="Tasks a verifier could start on now")
+    running: int = Field(description="Tasks with a verification run in progress")
+    for_human: int = Field(description="Submitted tasks a human accepts directly (verification is off)")
+
+
 class WaitingWork(Out):
     items: list[str] = Field(description="Ids of tasks waiting for verification, oldest submission first.")
+    projects: list[ProjectQueue] = Field(
+        description="What waits in each project asked about (every project the key covers with "
+        "verification on, or with submitted work): why there may be nothing to start."
+    )
 
 
 class StartRun(In):
@@ -441,8 +502,16 @@ class FinishIn(In):
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, CriterionResult] = Field(default_factory=dict)
     error: str | None = None
+    commit_missing: bool = Field(
+        default=False,
+        description="The repository was fetched and the submitted commit is not in it: nothing "
+        "ran. The run fails (the executor must push it); a fetch that failed is an error instead.",
+    )
 
 
 class RunFinished(Out):
     run: VerificationRun
     task_status: Status
+    needs_human: NeedsHuman | None = Field(
+        default=None, description="Why the task now waits for a human, when the run sent it there"
+    )

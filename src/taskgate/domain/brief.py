@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from taskgate.domain.models import Criterion, Decision, Note, Project, Spec, Task
+from taskgate.domain.models import Criterion, Decision, Finding, Note, Project, Spec, Task
+from taskgate.domain.text import tail_lines
 
 TOKEN_BUDGET = 2000
 CHARS_PER_TOKEN = 4
@@ -28,16 +29,22 @@ TEST_REF_RULE = (
     "a dotted path through classnames, outer parts optional ('TestSlug', 'test_x.TestSlug.test_a'), "
     "naming a test or the tests under a class, module or package. A group "
     "passes when at least one of its tests passed and none failed; a group whose tests were all "
-    "skipped does not pass. A ref matching more than one test or group is a spec error and never "
-    "passes. A command criterion's verify_ref is a shell command run in a clean checkout; exit 0 "
-    "passes. Review criteria are judged by a reviewer."
+    "skipped does not pass. A ref matching more than one test or group is a spec error: it never "
+    "passes, and a run whose only non-passing criteria are such refs sends the task to a human to "
+    "fix the spec (no attempt is used); write tests so each ref names exactly one. A command "
+    "criterion's verify_ref is a shell command run in a clean checkout; exit 0 passes. Review "
+    "criteria are judged by a reviewer."
 )
 
 # Prose is clipped to these lengths before anything is measured (marked with a trailing '…').
 TITLE_CHARS = 300
 TEXT_CHARS = 1500  # task description, spec body, a criterion's text
 SHORT_TEXT_CHARS = 300  # what long texts shrink to when the brief is still too long
-ITEM_TEXT_CHARS = 600  # a note, a decision's body, a finding, a lesson learned
+ITEM_TEXT_CHARS = 600  # a note, a decision's body, a finding, a lesson learned, a test's message
+CHECK_OUTPUT_CHARS = 1500  # the end of a failing check's output
+# What a check's output and a test's message shrink to when the brief is still too long.
+SHORT_OUTPUT_CHARS = 400
+SHORT_MESSAGE_CHARS = 200
 CRITERION_SHORT_CHARS = 160  # a criterion's text, before any whole criterion is left out
 # Room kept for the `omitted` / `clipped` / `see` lines the cutting adds.
 RESERVE_CHARS = 700
@@ -84,6 +91,11 @@ def build(
         if len(text) > limit:
             clipped.append(label)
         return _clip(text, limit)
+
+    def tail(text: str, limit: int, label: str) -> str:
+        if len(text) > limit:
+            clipped.append(label)
+        return tail_lines(text, limit)
 
     linked_ids = {d.id for d in linked_decisions}
     brief: dict[str, Any] = {
@@ -153,20 +165,7 @@ def build(
             for a in task.attempts
             if a.ended_at is not None
         ],
-        "findings": [
-            {
-                "attempt": f.attempt,
-                "source": f.source.value,
-                "summary": prose(f.summary, ITEM_TEXT_CHARS, "a finding"),
-                **(
-                    {"details": [prose(d, ITEM_TEXT_CHARS, "a finding") for d in f.details]}
-                    if f.details
-                    else {}
-                ),
-                **({"self_report_mismatch": f.self_report_mismatch} if f.self_report_mismatch else {}),
-            }
-            for f in task.findings
-        ],
+        "findings": [_finding(f, prose, tail) for f in task.findings],
         "decisions": [
             {
                 "id": d.id,
@@ -197,6 +196,53 @@ def build(
         for key in ("omitted", "clipped", "see"):
             brief.pop(key, None)
         reserve += over
+
+
+Clip = Callable[[str, int, str], str]
+
+
+def _finding(f: Finding, prose: Clip, tail: Clip) -> dict[str, Any]:
+    """A finding for the next executor: what failed, failing criteria first, each failing test by
+    its full name with its own message, then each failing check with the end of its output."""
+    out: dict[str, Any] = {
+        "attempt": f.attempt,
+        "source": f.source.value,
+        "summary": prose(f.summary, ITEM_TEXT_CHARS, "a finding"),
+    }
+    if f.criteria:
+        out["criteria"] = [
+            {
+                "id": c.id,
+                "result": "spec error" if c.spec_error else c.result,
+                **({"detail": prose(c.detail, ITEM_TEXT_CHARS, "a finding")} if c.detail else {}),
+                **(
+                    {
+                        "tests": [
+                            {"name": t.name, "message": prose(t.message, ITEM_TEXT_CHARS, "a test message")}
+                            for t in c.tests
+                        ]
+                    }
+                    if c.tests
+                    else {}
+                ),
+            }
+            for c in f.criteria
+        ]
+    if f.checks:
+        out["checks"] = [
+            {
+                "check": c.name,
+                "exit_code": c.exit_code,
+                "output_end": tail(c.output_end, CHECK_OUTPUT_CHARS, "a check's output"),
+            }
+            for c in f.checks
+        ]
+    if not f.criteria and not f.checks and f.details:
+        # A human's findings (or a verifier's from before findings were structured): as written.
+        out["details"] = [prose(d, ITEM_TEXT_CHARS, "a finding") for d in f.details]
+    if f.self_report_mismatch:
+        out["self_report_mismatch"] = f.self_report_mismatch
+    return out
 
 
 # -- fitting: one measurement, then whole items out, least relevant first ----------------------
@@ -278,6 +324,24 @@ def fit(brief: dict[str, Any], budget_chars: int, omitted: dict[str, int], clipp
                 size -= before - _size(item[field])
                 clipped.append(label)
 
+    def shrink_findings() -> None:
+        nonlocal size
+        found = brief["findings"]
+        outputs = [c for f in found for c in f.get("checks", [])]
+        messages = [t for f in found for c in f.get("criteria", []) for t in c.get("tests", [])]
+        for items, key, limit, label, cut in (
+            (outputs, "output_end", SHORT_OUTPUT_CHARS, "a check's output", tail_lines),
+            (messages, "message", SHORT_MESSAGE_CHARS, "a test message", _clip),
+        ):
+            for item in items:
+                if size <= budget_chars:
+                    return
+                if len(item[key]) > limit:
+                    before = _size(item[key])
+                    item[key] = cut(item[key], limit)
+                    size -= before - _size(item[key])
+                    clipped.append(label)
+
     # Least relevant first.
     cut_list("decisions", "search-ranked decisions", from_end=True, select=lambda d: d["why"] == "search")
     cut_list("notes", "notes", from_end=False)
@@ -288,6 +352,9 @@ def fit(brief: dict[str, Any], budget_chars: int, omitted: dict[str, int], clipp
     cut_list("decisions", "spec decisions", from_end=True)
     shrink(("spec", "body"), "spec body")
     shrink(("task", "description"), "task description")
+    # The last failed run's findings are what the next executor reads: its checks' output shrinks
+    # before its failing tests' messages, and both before any finding is left out.
+    shrink_findings()
     cut_list("previous_attempts", "previous attempts", from_end=False)
     cut_list("findings", "findings", from_end=False)
     cut_list("dependencies", "dependencies", from_end=True)

@@ -7,10 +7,12 @@ matches (status, action) and `apply_move` for the task it produces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.models import AttemptEnding, Status
+from taskgate.domain.models import AttemptEnding, FailureKind, NeedsHuman, Status, WhyHuman
 
 
 class Action(StrEnum):
@@ -33,6 +35,7 @@ class Action(StrEnum):
     VERIFY_PASS = "verify_pass"
     VERIFY_FAIL = "verify_fail"
     VERIFY_ERROR = "verify_error"
+    VERIFY_SPEC_ERROR = "verify_spec_error"
     REOPEN = "reopen"
     BLOCKERS_DONE = "blockers_done"
     BLOCKERS_ADDED = "blockers_added"
@@ -101,6 +104,11 @@ _ROWS: list[Move] = [
     Move(S.NEEDS_VERIFICATION, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True, guard=Guard.VERIFICATION_OFF),
     # An error keeps the task waiting; the third in a row sends it to needs_human (see apply_move).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_ERROR, S.NEEDS_VERIFICATION, Who.SERVER),
+    # DESIGN.md section 4, not in its table: a run whose only non-passing criteria are ambiguous
+    # refs is a spec error. No executor can fix a spec, so it waits for a human at once, and the
+    # attempt is not used (it stays open, like one that waits after verifier errors, until a
+    # human requeues, revises the spec or verifies it again).
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_SPEC_ERROR, S.NEEDS_HUMAN, Who.SERVER),
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
@@ -235,3 +243,72 @@ def land(
     if move.target is Status.READY and spec_draft:
         return Outcome(Status.BACKLOG, used, errors)
     return Outcome(move.target, used, errors)
+
+
+# What a move that used an attempt was, for the reason of a task whose attempts ran out.
+_LAST_ENDED = {
+    Action.VERIFY_FAIL: "failed verification",
+    Action.EXPIRE: "lease expired",
+    Action.FAIL_OTHER: "was reported failed",
+    Action.REOPEN: "was reopened",
+}
+
+
+def needs_human(
+    move: Move,
+    out: Outcome,
+    *,
+    max_attempts: int,
+    text: str,
+    at: datetime,
+    by: str,
+    attempt: int | None,
+    has_spec: bool,
+) -> NeedsHuman:
+    """The record of why a move that lands in needs_human puts the task there (see why_human),
+    with the resolution that answers it where one does."""
+    why, reason = why_human(move, out, max_attempts=max_attempts, text=text)
+    suggested: Literal["revise_spec", "reverify"] | None = None
+    if why is WhyHuman.VERIFIER_ERRORS:
+        suggested = "reverify"  # once the verifier is fixed
+    elif why is WhyHuman.SPEC_ERROR and has_spec:
+        suggested = "revise_spec"  # a task's own criteria are edited on the task instead
+    return NeedsHuman(
+        why=why,
+        reason=reason,
+        at=at,
+        by=by,
+        attempt=attempt,
+        failure_kind=_FAILURE_KINDS.get(move.action),
+        suggested=suggested,
+    )
+
+
+_FAILURE_KINDS = {
+    Action.FAIL_SPEC_GAP: FailureKind.SPEC_GAP,
+    Action.FAIL_DESIGN_CONFLICT: FailureKind.DESIGN_CONFLICT,
+}
+
+
+def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") -> tuple[WhyHuman, str]:
+    """Why a move that lands in needs_human puts the task there, and the reason for a person.
+    `text`: what the move came with (the question, the findings, the verifier's summary)."""
+    text = text.strip()
+    if move.action is Action.VERIFY_SPEC_ERROR:
+        return WhyHuman.SPEC_ERROR, text or "spec error: a ref matches more than one test or group"
+    if move.action is Action.VERIFY_ERROR:
+        last = f"; the last: {text}" if text else ""
+        return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"
+    if move.action is Action.ESCALATE:
+        return WhyHuman.ESCALATED, f"escalated: {text}" if text else "escalated"
+    if move.action in (Action.FAIL_SPEC_GAP, Action.FAIL_DESIGN_CONFLICT):
+        kind = move.action.value.removeprefix("fail_")
+        return WhyHuman.REPORTED_FAILURE, f"report_failure ({kind})" + (f": {text}" if text else "")
+    if out.exhausted:
+        what = _LAST_ENDED.get(move.action)
+        last = f"; the last {what}" if what and move.uses_attempt else ""
+        return (
+            WhyHuman.ATTEMPTS_USED_UP,
+            f"attempts used up ({out.attempts_used} of {max_attempts}){last}" + (f": {text}" if text else ""),
+        )
+    raise AssertionError(f"{move.action.value} does not lead to needs_human")

@@ -201,8 +201,39 @@ class FindingSource(StrEnum):
     HUMAN = "human"
 
 
+class FailedTest(Record):
+    """A failing test as its report wrote it: its full name and its own failure message."""
+
+    __test__ = False  # not a pytest test class
+    name: str = Field(max_length=2000)
+    message: str = Field(default="", max_length=20_000)
+
+
+class FailedCriterion(Record):
+    """A criterion a verifier run did not pass, with what the verifier saw."""
+
+    id: str
+    result: str  # the evidence: fail, skipped, missing or ambiguous
+    detail: str = ""
+    tests: list[FailedTest] = Field(default_factory=list)  # the failing tests, each with its message
+    spec_error: bool = False  # its ref matched more than one test or group: the spec's to fix
+
+
+class FailedCheck(Record):
+    """A check that exited non-zero, with the end of its output (where runners print their
+    summary and last error), cut on a line boundary."""
+
+    name: str
+    exit_code: int | None
+    output_end: str = ""
+
+
 class Finding(Record):
-    """A verdict that came after an attempt ended (a failed verification, a reopen)."""
+    """A verdict that came after an attempt ended (a failed verification, a reopen).
+
+    A verifier's finding holds one line per failing criterion and check in `details`, failing
+    criteria first; `criteria` and `checks` hold the same with the tests' messages and each
+    check's output, for the next brief and the board."""
 
     attempt: int | None
     source: FindingSource
@@ -211,6 +242,32 @@ class Finding(Record):
     summary: str
     details: list[str] = Field(default_factory=list)
     self_report_mismatch: list[str] = Field(default_factory=list)
+    criteria: list[FailedCriterion] = Field(default_factory=list)
+    checks: list[FailedCheck] = Field(default_factory=list)
+
+
+class WhyHuman(StrEnum):
+    """Why a task waits in needs_human."""
+
+    ATTEMPTS_USED_UP = "attempts_used_up"
+    VERIFIER_ERRORS = "verifier_errors"  # the third verifier error in a row
+    SPEC_ERROR = "spec_error"  # a ref of the spec matched more than one test or group
+    ESCALATED = "escalated"
+    REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
+
+
+class NeedsHuman(Record):
+    """Why a task is in needs_human, set by the move that put it there (cleared when it leaves)."""
+
+    why: WhyHuman
+    reason: str  # for a person: "spec error: AC-1.3 `test_basic` matches 71 tests: ..."
+    at: datetime
+    by: str  # who moved it there: the holder, the server, the sweeper
+    attempt: int | None = None
+    failure_kind: FailureKind | None = None
+    # The resolution that answers it, where one does: revise_spec for a spec error (of a task
+    # with a spec), reverify once the verifier is fixed. None: the human decides.
+    suggested: Literal["revise_spec", "reverify"] | None = None
 
 
 class CriteriaChange(Record):
@@ -250,6 +307,7 @@ class Task(Record):
     claim: Claim | None = None
     live_run: str | None = None
     verifier_errors_in_row: int = 0
+    needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -346,7 +404,7 @@ class Credential(Record):
         return not self.projects or project in self.projects
 
 
-RunStatus = Literal["running", "passed", "failed", "error", "superseded"]
+RunStatus = Literal["running", "passed", "failed", "error", "spec_error", "superseded"]
 
 
 class VerificationRun(Record):

@@ -2,7 +2,10 @@
 
 A run passes only if every check exited 0 and every criterion has positive evidence.
 Skipped, missing or ambiguous evidence is not a pass. A broken check (timeout, no report,
-checkout failure) is an error, which uses no attempt.
+checkout failure) is an error, which uses no attempt. A run whose only non-passing criteria are
+ambiguous test refs is a spec error: no executor can fix it, so it goes to a human and uses no
+attempt. A submitted commit the verifier's repository does not hold is the executor's failure
+(it did not push), with a finding saying so.
 """
 
 from __future__ import annotations
@@ -13,7 +16,17 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgate.domain.models import Criterion, CriterionKind, SelfReport, Spec, Submission
+from taskgate.domain.models import (
+    Criterion,
+    CriterionKind,
+    FailedCheck,
+    FailedCriterion,
+    FailedTest,
+    SelfReport,
+    Spec,
+    Submission,
+)
+from taskgate.domain.text import tail_lines
 from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
 
@@ -52,23 +65,37 @@ class CriterionResult(BaseModel):
     detail: str = Field(default="", max_length=20_000)
     rationale: str | None = Field(default=None, max_length=20_000)
     source: EvidenceSource | None = None
+    # A failing test criterion's failing tests (the first few of a group), each with its own
+    # message from the report.
+    failures: list[FailedTest] = Field(default_factory=list, max_length=50)
 
 
 class Verdict(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"
+    SPEC_ERROR = "spec_error"
+
+
+# What a finding keeps of a failing check's output: its end, cut on a line boundary.
+CHECK_OUTPUT_CHARS = 2000
+# What a finding keeps of each failing test's message, and how many tests per criterion.
+TEST_MESSAGE_CHARS = 1000
+TESTS_PER_CRITERION = 3
 
 
 @dataclass
 class Outcome:
     verdict: Verdict
     summary: str
-    findings: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # one line each, failing criteria first
     self_report_mismatch: list[str] = field(default_factory=list)
     # Each held criterion's evidence as the server counted it (a pass without a rationale, or
     # without provenance, is MISSING here); empty when the run is an error.
     evidence: dict[str, CriterionResult] = field(default_factory=dict)
+    # The same failures with what the verifier saw: each test's message, each check's output.
+    criteria: list[FailedCriterion] = field(default_factory=list)
+    checks: list[FailedCheck] = field(default_factory=list)
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -116,12 +143,18 @@ def decide(
     submission: Submission | None,
     config: VerifierConfig | None = None,
     error: str | None = None,
+    missing_commit: tuple[str, str] | None = None,
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
-    places a test criterion's evidence may come from."""
+    places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
+    the verifier fetched the repository and the submitted commit is not in it."""
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
+    if missing_commit is not None:
+        sha, repo = missing_commit
+        said = f"commit {sha} is not in {repo}: push it, then submit again"
+        return Outcome(Verdict.FAILED, said, [said])
     if not criteria:
         return Outcome(Verdict.ERROR, "the task holds no acceptance criterion; nothing can be verified")
     expected = set(config.checks) if config else set()
@@ -157,14 +190,8 @@ def decide(
         # The reviewer broke or never ran (no reviewer key): that is the verifier's failure, not
         # the executor's, so it uses no attempt.
         return Outcome(Verdict.ERROR, f"no reviewer answer for {', '.join(unanswered)}")
-    findings: list[str] = []
     failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0)
-    for name in failing_checks:
-        tail = checks[name].output_tail.strip()
-        findings.append(
-            f"check {name} exited {checks[name].exit_code}" + (f": {tail[-2000:]}" if tail else "")
-        )
-    failed_criteria = []
+    failed: list[FailedCriterion] = []
     counted: dict[str, CriterionResult] = {}
     for c in criteria:
         r = results.get(c.id)
@@ -185,33 +212,73 @@ def decide(
             detail=detail if r is None or evidence is not r.result else r.detail,
             rationale=r.rationale if r is not None else None,
             source=r.source if r is not None else None,
+            failures=r.failures if r is not None and evidence is r.result else [],
         )
         if evidence is not Evidence.PASS:
-            failed_criteria.append(c.id)
-            findings.append(f"{c.id} {evidence.value}: {detail}".rstrip(": "))
+            failed.append(
+                FailedCriterion(
+                    id=c.id,
+                    result=evidence.value,
+                    detail=detail,
+                    tests=[_short(t) for t in counted[c.id].failures[:TESTS_PER_CRITERION]],
+                    # Only a test ref can match several tests; other kinds have no ref to fix.
+                    spec_error=evidence is Evidence.AMBIGUOUS and c.kind is CriterionKind.TEST,
+                )
+            )
+    failed_checks = [
+        FailedCheck(
+            name=n,
+            exit_code=checks[n].exit_code,
+            output_end=tail_lines(checks[n].output_tail, CHECK_OUTPUT_CHARS),
+        )
+        for n in failing_checks
+    ]
+    # Failing criteria first: the executor fixes those; a check's output says more about them.
+    findings = [_line(f) for f in failed] + [f"check {f.name} exited {f.exit_code}" for f in failed_checks]
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
-    mismatch = []
-    if submission is not None:
-        mismatch = sorted(
-            cid for cid in failed_criteria if submission.self_report.get(cid) is SelfReport.PASS
-        )
-    if not failing_checks and not failed_criteria:
+    failed_ids = [f.id for f in failed]
+    if not failing_checks and not failed:
         return Outcome(
             Verdict.PASSED,
             f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
             evidence=counted,
         )
+    if not failing_checks and all(f.spec_error for f in failed):
+        # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
+        # the executor's "pass" may be right.
+        summary = "spec error: " + "; ".join(
+            f"{f.id} {f.detail or 'matches more than one test or group'}" for f in failed
+        )
+        return Outcome(Verdict.SPEC_ERROR, summary, findings, [], counted, failed, [])
+    mismatch = []
+    if submission is not None:
+        mismatch = sorted(
+            f.id for f in failed if not f.spec_error and submission.self_report.get(f.id) is SelfReport.PASS
+        )
     parts = []
     if failing_checks:
         parts.append(f"{_count(len(failing_checks), 'check')} failed: {', '.join(failing_checks)}")
-    if failed_criteria:
+    if failed:
         parts.append(
-            f"{_count(len(failed_criteria), 'criterion', 'criteria')} without positive evidence: "
-            + ", ".join(failed_criteria)
+            f"{_count(len(failed), 'criterion', 'criteria')} without positive evidence: "
+            + ", ".join(failed_ids)
         )
-    return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted)
+    return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks)
+
+
+def _line(f: FailedCriterion) -> str:
+    if f.spec_error:
+        return f"{f.id} spec error (the spec's to fix, not the code's): {f.detail}".rstrip(": ")
+    return f"{f.id} {f.result}: {f.detail}".rstrip(": ")
+
+
+def _short(t: FailedTest) -> FailedTest:
+    message = t.message.strip()
+    if len(message) > TEST_MESSAGE_CHARS:
+        message = message[: TEST_MESSAGE_CHARS - 1].rstrip() + "…"
+    return FailedTest(name=t.name, message=message)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -39,19 +39,26 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from taskgate.domain.models import FailedTest
 from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_GROUP_DEPTH, Group, Report, TestCase, TestOutcome
 
 MAX_DETAIL_CHARS = 4000
+MAX_NAME_CHARS = 1000  # a failing test's name as a result carries it
 _LISTED = 5  # how many names an ambiguous result lists
-_MESSAGE_IN_DETAIL = 500  # a failure message quoted in a detail is cut to this many characters
+FAILURES_LISTED = 3  # how many failing tests of a group a result carries, with their messages
 _SUGGEST_FROM = 20_000  # a MISSING result suggests near names only from reports this small
+# node --test's JUnit reporter writes classname="test" on every test: a constant, not a class.
+_PLACEHOLDER_CLASSNAMES = frozenset({"test"})
 
 
 @dataclass(frozen=True)
 class RefResult:
     evidence: Evidence
     detail: str  # why, for a person: "1 test passed: slugify > keeps digits"
+    # For a FAIL: the failing tests (the first few of a group), each by its full name with its
+    # own message from the report, as the runner wrote it (clipped by reports.MAX_MESSAGE_CHARS).
+    failures: tuple[FailedTest, ...] = ()
 
 
 @dataclass(eq=False)
@@ -77,10 +84,34 @@ class _Node:
         return names[::-1]
 
     def label(self) -> str:
+        """The path, with the classname when the path does not hold it: tells apart two tests
+        whose full names are the same (one class's test in two suites)."""
         text = " > ".join(self.path())
-        if self.classname and self.classname not in self.path():
+        if (
+            self.classname
+            and self.classname not in self.path()
+            and self.classname not in _PLACEHOLDER_CLASSNAMES
+        ):
             text += f" [{self.classname}]"
         return text
+
+    def full_name(self) -> str:
+        """A test's own full name, the way a person finds it in the project: `classname.name`
+        when the runner writes a real classname (pytest's module and class, a JSON id) that its
+        suites do not already hold, else its path through the groups (node's and vitest's
+        describes, a Surefire class suite). A runner's own root suite (pytest's "pytest") is not
+        part of a test's name. A group's full name is its path."""
+        path = self.path()
+        cls = self.classname
+        if (
+            not self.is_group
+            and cls
+            and cls not in path
+            and cls != self.name
+            and cls not in _PLACEHOLDER_CLASSNAMES
+        ):
+            return f"{cls}.{self.name}"
+        return " > ".join(path)
 
     def tests(self) -> Iterator[_Node]:
         # Iterative: a name like "a > a > ... > a" nests implied groups as deep as it likes.
@@ -224,9 +255,15 @@ def _run_outcome(runs: list[TestCase]) -> TestOutcome:
 
 
 def _first_message(runs: list[TestCase], outcome: TestOutcome) -> str:
-    """The first run's message, shortened for a detail line (the report keeps it whole)."""
-    text = next((r.message for r in runs if r.outcome is outcome and r.message), "")
-    return text if len(text) <= _MESSAGE_IN_DETAIL else text[: _MESSAGE_IN_DETAIL - 1].rstrip() + "…"
+    """The first message of a run with this outcome, as the report holds it."""
+    return next((r.message for r in runs if r.outcome is outcome and r.message), "")
+
+
+def _failure(node: _Node) -> FailedTest:
+    name = node.full_name()
+    if len(name) > MAX_NAME_CHARS:  # no runner writes such a name; a hostile report may
+        name = name[: MAX_NAME_CHARS - 1] + "…"
+    return FailedTest(name=name, message=_first_message(node.runs, TestOutcome.FAILED))
 
 
 def _clip(text: str) -> str:
@@ -239,14 +276,16 @@ def _judge_test(node: _Node) -> RefResult:
     if len(node.runs) > 1:
         counted = sum(1 for r in node.runs if r.outcome is outcome)
         runs = f" ({outcome.value} in {counted} of {len(node.runs)} runs)"
-    message = _first_message(node.runs, outcome)
-    tail = f": {message}" if message else ""
     evidence = {
         TestOutcome.PASSED: Evidence.PASS,
         TestOutcome.FAILED: Evidence.FAIL,
         TestOutcome.SKIPPED: Evidence.SKIPPED,
     }[outcome]
-    return RefResult(evidence, _clip(f"1 test {outcome.value}: {node.label()}{runs}{tail}"))
+    # A skip's reason says why it did not run; a failure's message travels in `failures`.
+    reason = _first_message(node.runs, outcome) if outcome is TestOutcome.SKIPPED else ""
+    tail = f": {reason}" if reason else ""
+    failures = (_failure(node),) if outcome is TestOutcome.FAILED else ()
+    return RefResult(evidence, _clip(f"1 test {outcome.value}: {node.full_name()}{runs}{tail}"), failures)
 
 
 def _judge_group(node: _Node, label: str) -> RefResult:
@@ -257,12 +296,13 @@ def _judge_group(node: _Node, label: str) -> RefResult:
     failed, passed, skipped = by[TestOutcome.FAILED], by[TestOutcome.PASSED], by[TestOutcome.SKIPPED]
     n = len(tests)
     if failed:
-        first = failed[0]
-        message = _first_message(first.runs, TestOutcome.FAILED)
-        tail = f": {message}" if message else ""
+        shown = failed[:FAILURES_LISTED]
+        names = ", ".join(t.full_name() for t in shown)
+        more = f" and {len(failed) - len(shown)} more" if len(failed) > len(shown) else ""
         return RefResult(
             Evidence.FAIL,
-            _clip(f"{len(failed)} of {n} tests failed in group {label}: {first.label()}{tail}"),
+            _clip(f"{len(failed)} of {n} tests failed in group {label}: {names}{more}"),
+            tuple(_failure(t) for t in shown),
         )
     if not passed:
         return RefResult(Evidence.SKIPPED, _clip(f"all {n} tests of group {label} were skipped"))
@@ -275,9 +315,29 @@ def _judge(node: _Node) -> RefResult:
 
 
 def _listing(nodes: list[_Node]) -> str:
-    shown = ", ".join(("group " if n.is_group else "test ") + n.label() for n in nodes[:_LISTED])
+    """The first few of several matches, each by its full name, or by its label where two
+    listed share a full name (they differ in where they sit)."""
+    names = [n.full_name() for n in nodes[:_LISTED]]
+    twice = {name for name in names if names.count(name) > 1}
+    shown = ", ".join(
+        ("group " if n.is_group else "test ") + (n.label() if name in twice else name)
+        for n, name in zip(nodes, names, strict=False)
+    )
     more = f" and {len(nodes) - _LISTED} more" if len(nodes) > _LISTED else ""
     return shown + more
+
+
+def _matches(nodes: list[_Node]) -> str:
+    """ "71 tests", "2 groups", "2 (1 test, 1 group)"."""
+    groups = sum(1 for n in nodes if n.is_group)
+    tests = len(nodes) - groups
+
+    def count(k: int, word: str) -> str:
+        return f"{k} {word}{'s' if k != 1 else ''}"
+
+    if groups and tests:
+        return f"{len(nodes)} ({count(tests, 'test')}, {count(groups, 'group')})"
+    return count(tests, "test") if tests else count(groups, "group")
 
 
 def match(report: Report, ref: str) -> RefResult:
@@ -294,14 +354,15 @@ def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
         return RefResult(Evidence.MISSING, "the verify_ref is empty"), False
     hits = index.find_classname_name(ref) or index.find_path(parts)
     if len(hits) > 1:
-        detail = f"{normalize(ref)!r} matches {len(hits)}: {_listing(hits)}"
+        detail = f"`{normalize(ref)}` matches {_matches(hits)}: {_listing(hits)}"
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True
     if hits:
         return _judge(hits[0]), True
     by_classname = index.find_by_classname(ref)
     if len(by_classname) > 1:
-        labels = ", ".join(n.name if n.is_group else n.label() for n in by_classname[:_LISTED])
-        detail = f"{ref.strip()!r} matches {len(by_classname)} by classname: {labels}"
+        labels = ", ".join(n.name if n.is_group else n.full_name() for n in by_classname[:_LISTED])
+        more = f" and {len(by_classname) - _LISTED} more" if len(by_classname) > _LISTED else ""
+        detail = f"`{ref.strip()}` matches {_matches(by_classname)} by classname: {labels}{more}"
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True
     if by_classname:
         node = by_classname[0]
@@ -360,6 +421,6 @@ def match_reports(reports: Mapping[str, Report], ref: str) -> tuple[RefResult, s
         return result, check
     if len(found) > 1:
         where = "; ".join(f"{check}: {r.detail}" for check, r in found.items())
-        detail = f"{normalize(ref)!r} is found in the reports of {len(found)} checks: {where}"
+        detail = f"`{normalize(ref)}` is found in the reports of {len(found)} checks: {where}"
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), None
     return _missing(ref, list(indexes.values()), f" in the reports of {', '.join(indexes)}"), None

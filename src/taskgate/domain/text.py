@@ -75,3 +75,62 @@ class CheckedText(BaseModel):
                 {"where": where},
             )
         return data
+
+
+# -- evidence text: what a check printed, made safe to store and show -------------------------
+
+# ECMA-48 escape sequences, the way terminals read them. Hand-written (a few lines) rather than a
+# dependency: the libraries that strip ANSI handle colours (CSI) but not OSC hyperlinks and
+# titles, or the 8-bit forms, and each is one regex like this.
+_ESCAPES = re.compile(
+    r"""
+      (?:\x1b\[|\x9b) [0-?]* [ -/]* [@-~]                   # CSI: colours, cursor moves, erases
+    | (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])             # OSC, DCS, SOS, PM, APC (titles, links)
+      [^\x07\x1b\x9c\n]* (?:\x07|\x1b\\|\x9c)?             # up to BEL or ST (an unended one: its line)
+    | \x1b [ -/]* [0-~]?                                   # any other escape (charsets, keypad modes)
+    """,
+    re.VERBOSE,
+)
+# A carriage return that is not a line end: a progress bar redrawing its line. Only what comes
+# after the last one is what a terminal would show.
+_REDRAWN = re.compile(r"[^\n\r]*\r(?=[^\r\n])")
+# Every other C0 or C1 control character but newline and tab (DEL too).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """`text` as a person should read it: ANSI escape sequences (colours, cursor moves, OSC
+    titles and hyperlinks) and every control character except newline and tab removed; a line
+    redrawn with carriage returns keeps its last drawing. Evidence is stored like this, whoever
+    sent it, so no output can colour, move or hide anything where it is shown."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case of a short detail: nothing to remove
+    text = _ESCAPES.sub("", text).replace("\r\n", "\n")
+    return _CONTROLS.sub("", _REDRAWN.sub("", text))
+
+
+def tail_lines(text: str, limit: int) -> str:
+    """The end of `text` in at most `limit` characters, starting at the start of a line: where
+    every test runner prints its summary and its last error. "…\\n" marks the lines left out (a
+    single line longer than `limit` keeps its end, after "…")."""
+    text = text.rstrip()
+    if len(text) <= limit:
+        return text
+    end = text[-max(1, limit - 2) :]
+    newline = end.find("\n")
+    if 0 <= newline < len(end) - 1:
+        return "…\n" + end[newline + 1 :]
+    return "…" + text[-max(1, limit - 1) :]
+
+
+def clip_words(text: str, limit: int) -> str:
+    """`text` on one line in at most `limit` characters, cut after a whole word, "…" marking the
+    cut (a single word longer than the room left is cut where the room ends)."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    room = line[: max(0, limit - 1)]
+    space = room.rfind(" ")
+    if space > 0:
+        room = room[:space]
+    return room.rstrip(" ,;:") + "…"

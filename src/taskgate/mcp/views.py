@@ -18,6 +18,7 @@ from taskgate.domain.models import (
     Decision,
     ExecutionDefaults,
     Finding,
+    NeedsHuman,
     Phase,
     Project,
     Risk,
@@ -25,6 +26,7 @@ from taskgate.domain.models import (
     Status,
     Task,
 )
+from taskgate.domain.taskview import attempt_state, mismatches
 
 
 class View(BaseModel):
@@ -70,6 +72,16 @@ class TaskSummary(View):
     updated_at: datetime
 
 
+class AttemptView(Attempt):
+    state: str = Field(
+        description="How it ended, or 'in progress', or where its submission waits "
+        "('submitted, waiting for verification', 'submitted, waiting for a human')"
+    )
+    self_report_mismatch: list[str] = Field(
+        description="Criteria reported as pass in this attempt that a verifier failed"
+    )
+
+
 class TaskView(View):
     id: str
     project: str
@@ -85,12 +97,15 @@ class TaskView(View):
     verification_commands: list[str] | None
     attempts_used: int
     max_attempts: int | None
-    attempts: list[Attempt]
+    attempts: list[AttemptView]
     findings: list[Finding]
     criteria_changes: list[CriteriaChange] = Field(
         description="Changes of the criteria made after work on the task began, oldest first"
     )
     claim: ClaimView | None
+    needs_human: NeedsHuman | None = Field(
+        description="While the task is in needs_human: why it waits for a human, and the reason"
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -239,7 +254,7 @@ def summary(t: Task) -> TaskSummary:
     )
 
 
-def task(t: Task) -> TaskView:
+def task(t: Task, verification_on: bool | None = None) -> TaskView:
     claim = (
         ClaimView(
             actor=t.claim.actor,
@@ -268,10 +283,18 @@ def task(t: Task) -> TaskView:
         verification_commands=t.verification_commands,
         attempts_used=t.attempts_used,
         max_attempts=t.max_attempts,
-        attempts=t.attempts,
+        attempts=[
+            AttemptView(
+                **a.model_dump(),
+                state=attempt_state(t, a, verification_on),
+                self_report_mismatch=mismatches(t, a.number),
+            )
+            for a in t.attempts
+        ],
         findings=t.findings,
         criteria_changes=t.criteria_changes,
         claim=claim,
+        needs_human=t.needs_human,
         created_by=t.created_by,
         created_at=t.created_at,
         updated_at=t.updated_at,

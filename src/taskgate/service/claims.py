@@ -17,7 +17,7 @@ from taskgate import telemetry
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
-from taskgate.domain.lifecycle import Action, depends_on_project, find_move
+from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
@@ -36,7 +36,7 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
-from taskgate.service import cascades, records, secrets
+from taskgate.service import cascades, commits, records, secrets
 from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
 from taskgate.service.transitions import move
 from taskgate.store.port import Check
@@ -396,6 +396,7 @@ def report_failure(
         changes={"claim": None, **changes},
         attempt_record={"failure_kind": kind, "findings": findings, "learned": learned},
         spec_draft=kind is FailureKind.OTHER and ctx.spec_is_draft(task),
+        why="; ".join(findings),
         kind=kind.value,
     )
     after = _holder_commit(ctx, task, new, put_event(ev), *waits)
@@ -420,6 +421,7 @@ def escalate(ctx: Context, who: Acting, task_id: str, token: str, *, question: s
         now,
         changes={"claim": None},
         attempt_record={"findings": [question]},
+        why=question,
         question=question,
     )
     return _commit_move(ctx, task, new, ev)
@@ -451,7 +453,11 @@ def submit(
     unknown = sorted(set(report) - known)
     if unknown:
         raise invalid(f"self_report names criteria this task does not hold: {', '.join(unknown)}")
-    project = ctx.project(task.project) if depends_on_project(task.status, Action.SUBMIT) else None
+    # Read even where the submit row needs none of its settings: its repo, to refuse a commit
+    # that surely is not there.
+    project = ctx.project(task.project)
+    if commits.in_local_repo(project.repo, sha) is False:
+        raise invalid(f"commit {sha} is not in {project.repo}: push it, then submit again")
     now = ctx.clock.now()
     submission = Submission(
         commit_sha=sha,

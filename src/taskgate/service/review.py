@@ -172,6 +172,7 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
         now,
         changes={"findings": [*task.findings, finding], "live_run": None},
         spec_draft=spec is not None and spec.status is SpecStatus.DRAFT,
+        why="; ".join(findings),
         findings=findings,
     )
     # Done work coming back holds its refs again: list it under them (refs.py), in this commit.

@@ -5,8 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from taskgate.domain.lifecycle import ATTEMPT_ENDINGS, Action, depends_on_project, find_move, land
-from taskgate.domain.models import Attempt, HistoryEvent, Project, Task
+from taskgate.domain.lifecycle import (
+    ATTEMPT_ENDINGS,
+    Action,
+    depends_on_project,
+    find_move,
+    land,
+    needs_human,
+)
+from taskgate.domain.models import Attempt, HistoryEvent, Project, Status, Task
 from taskgate.domain.principals import Acting
 from taskgate.service.context import event
 
@@ -21,6 +28,7 @@ def move(
     changes: dict[str, Any] | None = None,
     attempt_record: dict[str, Any] | None = None,
     spec_draft: bool = False,
+    why: str = "",
     **detail: Any,
 ) -> tuple[Task, HistoryEvent]:
     """Apply the table's row for (task.status, action); `changes` are other fields that move with
@@ -28,15 +36,17 @@ def move(
     `attempt_record` as further fields of its record (findings, learned, ...). `spec_draft`: the
     task's spec is a draft now (Context.spec_is_draft), so a move to ready lands in backlog.
     `project` may be None where the row does not depend on it (lifecycle.depends_on_project): one
-    read less."""
+    read less. `why`: what the move came with (a question, findings, a verifier's summary), said
+    in the task's needs_human reason if that is where it lands."""
     if project is None and depends_on_project(task.status, action):
         raise AssertionError(f"{action.value} from {task.status.value} depends on the project's settings")
     row = find_move(task.status, action, verification_on=project is not None and project.verification_on)
+    # Without the project the row lands outside ready, where max_attempts is never compared.
+    max_attempts = task.effective_max_attempts(project) if project is not None else 0
     out = land(
         row,
         attempts_used=task.attempts_used,
-        # Without the project the row lands outside ready, where max_attempts is never compared.
-        max_attempts=task.effective_max_attempts(project) if project is not None else 0,
+        max_attempts=max_attempts,
         verifier_errors_in_row=task.verifier_errors_in_row,
         spec_draft=spec_draft,
     )
@@ -50,6 +60,19 @@ def move(
     if out.target is not task.status:
         update["status_changed_at"] = now
     current = task.current_attempt()
+    if out.target is Status.NEEDS_HUMAN:
+        update["needs_human"] = needs_human(
+            row,
+            out,
+            max_attempts=max_attempts,
+            text=why,
+            at=now,
+            by=who if isinstance(who, str) else who.actor,
+            attempt=current.number if current is not None else None,
+            has_spec=task.spec_id is not None,
+        )
+    elif task.needs_human is not None:
+        update["needs_human"] = None
     ending = ATTEMPT_ENDINGS.get(action)
     if ending is not None and current is not None and current.ended_at is None:
         update["attempts"] = end_attempt(

@@ -15,6 +15,7 @@ from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import (
     CriterionKind,
+    FailedTest,
     Finding,
     FindingSource,
     Project,
@@ -27,6 +28,7 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
+from taskgate.domain.text import plain
 from taskgate.service import records
 from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
 from taskgate.service.transitions import move
@@ -96,6 +98,7 @@ def end_as_error(
             changes={"live_run": None},
             run=run_id,
             summary=summary,
+            why=reason,
         )
         done = run.model_copy(update={"status": "error", "finished_at": now, "summary": summary})
         ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
@@ -224,21 +227,43 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
     )
 
 
-def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]:
-    """Tasks a verifier could start on, oldest submission first: of one project, or of every
-    project the key covers that has verification on. A task with a live run is being verified."""
+@dataclass(frozen=True)
+class Queue:
+    """What waits in one project, as a verifier key may see it: why it has nothing to start."""
+
+    project: str
+    verification_on: bool
+    waiting: int  # tasks a verifier could start on now
+    running: int  # tasks with a run in progress
+    for_human: int  # submitted tasks a human accepts directly (verification is off)
+
+
+def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[Task], list[Queue]]:
+    """Tasks a verifier could start on, oldest submission first, and each project's queue: of
+    one project, or of every project the key covers (those with verification off only when
+    submitted work waits in them). A task with a live run is being verified."""
     if project is not None:
         authorize(Op.VERIFY, who, project=project)
-        names = [project] if ctx.project(project).verification_on else []
+        names = [project]
     else:
         authorize(Op.VERIFY, who)
-        names = [
-            n
-            for n in ctx.project_names()
-            if who.principal.may_use_project(n) and ctx.project(n).verification_on
-        ]
-    out = [t for n in names for t in ctx.tasks_in_status(n, Status.NEEDS_VERIFICATION) if t.live_run is None]
-    return sorted(out, key=lambda t: t.status_changed_at)
+        names = [n for n in ctx.project_names() if who.principal.may_use_project(n)]
+    out: list[Task] = []
+    found: list[Queue] = []
+    for name in names:
+        on = ctx.project(name).verification_on
+        submitted = list(ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION))
+        free = [t for t in submitted if t.live_run is None] if on else []
+        out += free
+        if on or submitted or project is not None:
+            running = sum(1 for t in submitted if t.live_run is not None) if on else 0
+            found.append(Queue(name, on, len(free), running, 0 if on else len(submitted)))
+    return sorted(out, key=lambda t: t.status_changed_at), found
+
+
+def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]:
+    """Tasks a verifier could start on (see `queues`)."""
+    return queues(ctx, who, project)[0]
 
 
 def record_review(
@@ -253,10 +278,28 @@ def record_review(
     if wrong:
         raise invalid(f"a reviewer judges review criteria only, not: {', '.join(wrong)}")
     evidence = dict(run.evidence)
-    evidence.update({cid: r.model_dump(mode="json") for cid, r in results.items()})
+    evidence.update({cid: _kept(r).model_dump(mode="json") for cid, r in results.items()})
     new = run.model_copy(update={"evidence": evidence})
     ctx.commit([Put(records.run_item(new), run.version)])
     return new.model_copy(update={"version": run.version + 1})
+
+
+# A failing test's message kept on a run: enough for the assertion and its diff.
+MESSAGE_CHARS = 2000
+
+
+def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
+    """A criterion's evidence as it is stored: plain text, clipped."""
+    return r.model_copy(
+        update={
+            "detail": plain(r.detail)[:TAIL_CHARS],
+            "rationale": plain(r.rationale or "")[:TAIL_CHARS] or None,
+            "failures": [
+                FailedTest(name=plain(t.name), message=plain(t.message)[:MESSAGE_CHARS])
+                for t in r.failures[: rules.TESTS_PER_CRITERION]
+            ],
+        }
+    )
 
 
 def _live(ctx: Context, task_id: str, run_id: str) -> tuple[VerificationRun, Task, list[Any]]:
@@ -281,8 +324,11 @@ def finish(
     checks: dict[str, rules.CheckResult],
     results: dict[str, rules.CriterionResult],
     error: str | None = None,
+    commit_missing: bool = False,
 ) -> tuple[VerificationRun, Task]:
-    """Record a run's evidence; the server decides passed, failed or error and moves the task."""
+    """Record a run's evidence; the server decides passed, failed, error or spec error and moves
+    the task. `commit_missing`: the verifier fetched the project's repository and the submitted
+    commit is not in it (nothing ran)."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
@@ -294,19 +340,19 @@ def finish(
         raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
     if len(checks) > MAX_CHECKS:
         raise invalid(f"at most {MAX_CHECKS} checks per run")
+    if commit_missing and (checks or results or error):
+        raise invalid("a run whose commit is missing ran nothing: send no checks, results or error with it")
     held = {c.id for c in criteria}
     merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
     merged.update(results)
     # Keep what is stored small: the tail of each output and the head of each detail is enough
-    # for findings, and the run must stay one item.
-    checks = {n: c.model_copy(update={"output_tail": c.output_tail[-TAIL_CHARS:]}) for n, c in checks.items()}
-    merged = {
-        cid: r.model_copy(
-            update={"detail": r.detail[:TAIL_CHARS], "rationale": (r.rationale or "")[:TAIL_CHARS] or None}
-        )
-        for cid, r in merged.items()
-        if cid in held
+    # for findings, and the run must stay one item. Whatever sent it, stored text is plain: no
+    # terminal escapes or control characters (domain.text.plain).
+    checks = {
+        n: c.model_copy(update={"output_tail": plain(c.output_tail)[-TAIL_CHARS:]}) for n, c in checks.items()
     }
+    merged = {cid: _kept(r) for cid, r in merged.items() if cid in held}
+    error = plain(error) if error else error
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     submission = task.last_submission()
     project = ctx.project(project_name)
@@ -319,6 +365,7 @@ def finish(
         submission=submission,
         config=cfg,
         error=error,
+        missing_commit=(run.commit_sha, project.repo) if commit_missing else None,
     )
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
@@ -326,6 +373,7 @@ def finish(
         rules.Verdict.PASSED: Action.VERIFY_PASS,
         rules.Verdict.FAILED: Action.VERIFY_FAIL,
         rules.Verdict.ERROR: Action.VERIFY_ERROR,
+        rules.Verdict.SPEC_ERROR: Action.VERIFY_SPEC_ERROR,
     }[verdict.verdict]
     if verdict.verdict is rules.Verdict.FAILED:
         changes["findings"] = [
@@ -338,6 +386,8 @@ def finish(
                 summary=verdict.summary,
                 details=verdict.findings,
                 self_report_mismatch=verdict.self_report_mismatch,
+                criteria=verdict.criteria,
+                checks=verdict.checks,
             ),
         ]
     new, ev = move(
@@ -351,6 +401,7 @@ def finish(
         run=run_id,
         summary=verdict.summary,
         self_report_mismatch=verdict.self_report_mismatch or None,
+        why=error or verdict.summary,
     )
     done = run.model_copy(
         update={

@@ -25,13 +25,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
+from taskgate.domain.repos import is_remote
 from taskgate.verifier.process import redact, scrubbed_env
 
 GIT_TIMEOUT_S = 600.0
 DIFF_MAX_BYTES = 256 * 1024
 REVIEW_DEPTH = 200  # history fetched from a remote to find where a submission branched off
-_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # A local repository may belong to another user (the agent's, read by a root verifier): git
 # refuses such a repository unless told otherwise. Only read-only lookups and upload-pack run
@@ -47,8 +48,18 @@ class CheckoutError(Exception):
     """The checkout failed: an error of the run (the verifier's side), never the executor's."""
 
 
-def is_remote(repo: str) -> bool:
-    return "://" in repo or bool(_SCP_LIKE.match(repo))
+class GitTimeout(CheckoutError):
+    """Git took longer than GIT_TIMEOUT_S: nothing is known about the commit."""
+
+
+class CommitMissing(Exception):
+    """The repository was read (a local one opened, a remote one answered) and the submitted
+    commit is not in it: the executor's to fix (push it), unlike a CheckoutError."""
+
+    def __init__(self, sha: str, repo: str) -> None:
+        super().__init__(f"commit {sha} is not in {repo}")
+        self.sha = sha
+        self.repo = repo
 
 
 @dataclass(frozen=True)
@@ -56,9 +67,35 @@ class Git:
     env: Mapping[str, str]
     token: str | None = None
 
+    @overload
     def __call__(
-        self, *args: str, cwd: Path | None = None, check: bool = True, config: Sequence[str] = ()
-    ) -> str:
+        self,
+        *args: str,
+        cwd: Path | None = ...,
+        check: bool = ...,
+        config: Sequence[str] = ...,
+        ok: Literal[False] = ...,
+    ) -> str: ...
+    @overload
+    def __call__(
+        self,
+        *args: str,
+        cwd: Path | None = ...,
+        check: bool = ...,
+        config: Sequence[str] = ...,
+        ok: Literal[True],
+    ) -> str | None: ...
+
+    def __call__(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        check: bool = True,
+        config: Sequence[str] = (),
+        ok: bool = False,
+    ) -> str | None:
+        """Git's stdout. A failure raises CheckoutError (`check`), or is ignored (not `check`),
+        or, with `ok`, answers None: for the questions whose answer is whether git succeeded."""
         extra = [part for item in config for part in ("-c", item)]
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "protocol.file.allow=always", *extra, *args]
         env = dict(self.env)
@@ -78,7 +115,9 @@ class Git:
                 cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
             )
         except subprocess.TimeoutExpired as exc:
-            raise CheckoutError(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from exc
+            raise GitTimeout(f"git {args[0]} took longer than {GIT_TIMEOUT_S:.0f} s") from exc
+        if ok and out.returncode != 0:
+            return None
         if check and out.returncode != 0:
             why = redact((out.stderr or out.stdout).strip(), [self.token or ""])
             raise CheckoutError(f"git {args[0]} failed: {why.splitlines()[-1] if why else out.returncode}")
@@ -154,17 +193,30 @@ def checkout(
             if not Path(repo).expanduser().is_dir():
                 raise CheckoutError(f"repository {repo} not found")
             source = Path(repo).expanduser().resolve()
-            want = git(
+            git("rev-parse", "--git-dir", cwd=source, config=_TRUST_SOURCE)  # a repository at all
+            found = git(
                 "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}",
-                cwd=source, check=False, config=_TRUST_SOURCE,
+                cwd=source, ok=True, config=_TRUST_SOURCE,
             )  # fmt: skip
-            if not want:
-                raise CheckoutError(f"commit {sha} is not in {repo}")
-            origin = str(source)
+            if not found:
+                raise CommitMissing(sha, repo)
+            origin, want = str(source), found
         git("init", "--quiet", str(path))
         git("remote", "add", "origin", origin, cwd=path)
         options = () if remote else (_LOCAL_UPLOAD_PACK,)
-        git("fetch", "--quiet", "--no-tags", "--depth=1", *options, "origin", want, cwd=path)
+        try:
+            git("fetch", "--quiet", "--no-tags", "--depth=1", *options, "origin", want, cwd=path)
+        except GitTimeout:
+            raise
+        except CheckoutError:
+            if not remote:
+                raise
+            # Either the remote could not be read (network, auth, no such repository: the
+            # verifier's problem) or it was and does not serve this commit (never pushed).
+            # Asking it for its refs tells which, without reading git's wording.
+            if git("ls-remote", "--quiet", "origin", "HEAD", cwd=path, ok=True) is None:
+                raise
+            raise CommitMissing(sha, repo) from None
         git("checkout", "--quiet", "--detach", "FETCH_HEAD", cwd=path)
         head = git("rev-parse", "HEAD", cwd=path)
         if not head.startswith(sha):

@@ -31,6 +31,9 @@ MARKER_VAR = "TGVERIFY_RUN_MARK"  # not TASKGATE_*: that prefix is what the scru
 # Never handed to anything the verifier runs: taskgate's keys and tokens, and cloud credentials
 # (an ECS task's AWS_CONTAINER_CREDENTIALS_* included).
 SECRET_PREFIXES = ("TASKGATE_", "AWS_", "AZURE_", "GOOGLE_", "CLOUDSDK_")
+# Runners write colour and cursor codes only to a terminal, unless told: these tell them not to
+# (the server strips what still comes through). Set in the verifier's own environment, they win.
+NO_COLOUR = {"NO_COLOR": "1", "FORCE_COLOR": "0"}
 SECRET_NAMES = frozenset({"GITHUB_TOKEN", "GH_TOKEN", "GITLAB_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"})
 
 
@@ -203,7 +206,7 @@ def run(
     proc = subprocess.Popen(
         ["/bin/sh", "-c", command],
         cwd=cwd,
-        env={**scrubbed_env(env), MARKER_VAR: mark},
+        env={**NO_COLOUR, **scrubbed_env(env), MARKER_VAR: mark},  # the verifier's own env may say otherwise
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if split_stderr else subprocess.STDOUT,

@@ -22,10 +22,11 @@ from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.testrefs import match_reports
+from taskgate.domain.text import clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
 from taskgate.verifier import process, reviewer, tools
-from taskgate.verifier.checkout import Checkout, CheckoutError, checkout
+from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, checkout
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
@@ -47,6 +48,9 @@ class Gathered:
     results: dict[str, CriterionResult] = field(default_factory=dict)
     review: dict[str, CriterionResult] | None = None
     error: str | None = None
+    # The repository was read and the submitted commit is not in it: nothing ran, and the
+    # server fails the run (the executor must push it). Not an error of the verifier.
+    commit_missing: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -103,6 +107,10 @@ class Runner:
         with g.timed("checkout"):
             try:
                 co = stack.enter_context(checkout(work["repo"], sha, env=self.env, token=self.git_token))
+            except CommitMissing as exc:
+                g.commit_missing = True
+                self.progress(f"checkout: {exc}")
+                return
             except CheckoutError as exc:
                 raise RunError(f"checkout failed: {exc}") from exc
         self.progress(
@@ -217,9 +225,13 @@ class Runner:
             found, check = match_reports(reports, ref)
             source = EvidenceSource(check=check, report=paths[check], ref=ref) if check else None
             g.results[c.id] = CriterionResult(
-                result=found.evidence, detail=found.detail[:DETAIL_CHARS], source=source
+                result=found.evidence,
+                detail=found.detail[:DETAIL_CHARS],
+                source=source,
+                failures=list(found.failures),
             )
-            self.progress(f"{c.id} {found.evidence.value}: {_one_line(found.detail)}")
+            said = found.detail + (f" — {found.failures[0].message}" if found.failures else "")
+            self.progress(f"{c.id} {found.evidence.value}: {_one_line(said)}")
 
     def _commands(self, commands: list[Criterion], cfg: VerifierConfig, co: RunDirs, g: Gathered) -> None:
         # All command criteria of a run share one check timeout (the server's budget counts one).
@@ -239,7 +251,7 @@ class Runner:
             ok = done.exit_code == 0
             detail = f"exit {done.exit_code} in {done.duration_ms / 1000:.2f} s"
             if not ok and done.output.strip():
-                detail += ": " + _tail(done.output.strip(), DETAIL_CHARS)
+                detail += ":\n" + tail_lines(done.output, DETAIL_CHARS)  # its end: where the error is
             g.results[c.id] = CriterionResult(
                 result=Evidence.PASS if ok else Evidence.FAIL,
                 detail=detail,
@@ -281,6 +293,6 @@ class Runner:
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    """A detail on one progress line: a test's multi-line message would break the terminal's
-    one-line-per-step reading (the evidence sent to the server keeps it whole)."""
-    return " ".join(text.split())[:limit]
+    """A detail on one progress line, cut after a whole word: a test's multi-line message would
+    break the terminal's one-line-per-step reading (the evidence sent to the server keeps it)."""
+    return clip_words(text, limit)

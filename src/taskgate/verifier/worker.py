@@ -55,6 +55,7 @@ class Finished:
     summary: str
     gathered: Gathered
     total_s: float
+    needs_human: str | None = None  # why the task now waits for a human, when it does
 
     def as_json(self) -> dict[str, Any]:
         g = self.gathered
@@ -66,7 +67,9 @@ class Finished:
             "verdict": self.verdict,
             "task_status": self.task_status,
             "summary": self.summary,
+            "needs_human": self.needs_human,
             "error": g.error,
+            "commit_missing": g.commit_missing,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -114,7 +117,10 @@ class Worker:
             if self.opts.task:
                 return 0 if self.verify(self.opts.task) is not None else 1
             if self.opts.once:
-                for task_id in self.waiting():
+                items, idle = self.waiting()
+                if not items:
+                    self.note(f"taskgate verify: {idle}")
+                for task_id in items:
                     self.verify(task_id)
                 return 0
             return self.poll()
@@ -130,9 +136,14 @@ class Worker:
         self.say(
             f"taskgate verify: {self.opts.server}, {scope}, every {self.opts.interval_s:g} s (Ctrl-C stops)"
         )
+        said = ""
         while True:
             try:
-                for task_id in self.waiting():
+                items, idle = self.waiting()
+                if not items and idle != said:  # said once, not every round
+                    self.note(f"taskgate verify: {idle}")
+                said = "" if items else idle
+                for task_id in items:
                     self.verify(task_id)
             except Unreachable as exc:  # a service outlives server restarts: try again next round
                 print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
@@ -148,13 +159,14 @@ class Worker:
                 ) from exc
             raise
 
-    def waiting(self) -> list[str]:
+    def waiting(self) -> tuple[list[str], str]:
+        """The tasks to verify, and why there are none when there are none."""
         query = {"project": self.opts.project} if self.opts.project else None
         try:
             out = self._call(self.local, "GET", "/api/verifier/work", query=query)
         except ApiError as exc:  # e.g. --project names no project this key covers
             raise Unreachable(f"{exc.body.get('code', exc.status)}: {exc.body.get('message', '')}") from exc
-        return list(out["items"])
+        return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project)
 
     def verify(self, task_id: str) -> Finished | None:
         """One run on one task; None if the server would not start it (someone else has it, or
@@ -185,6 +197,7 @@ class Worker:
             self._finish(task_id, run_id, Gathered(error=INTERRUPTED), quiet=True)
             self.say(f"{task_id}: run ended as an error (interrupted)")
             raise
+        needs_human: str | None = None
         try:
             with gathered.timed("reporting"):
                 finished = self._finish(task_id, run_id, gathered)
@@ -193,6 +206,7 @@ class Worker:
                 finished["task_status"],
                 finished["run"]["summary"],
             )
+            needs_human = (finished.get("needs_human") or {}).get("reason")
         except ApiError as exc:
             code, message = exc.body.get("code", exc.status), str(exc.body.get("message", ""))
             if code != "E_STALE_CLAIM":
@@ -213,6 +227,7 @@ class Worker:
             summary=summary,
             gathered=gathered,
             total_s=time.monotonic() - began,
+            needs_human=needs_human,
         )
         self._report(result)
         return result
@@ -241,6 +256,7 @@ class Worker:
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "results": {cid: r.model_dump(mode="json") for cid, r in g.results.items()},
             "error": g.error,
+            **({"commit_missing": True} if g.commit_missing else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:
@@ -267,8 +283,50 @@ class Worker:
         t = r.gathered.timings
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in t.items())
         self.say(f"{r.task_id}: {r.verdict} -> {r.task_status} ({r.summary}) in {r.total_s:.2f} s [{phases}]")
-        if r.verdict == "failed":
-            self.say(f"{r.task_id}: the findings go into the next attempt's brief")
+        after = what_happened(r.verdict, r.task_status, r.needs_human)
+        if after:
+            self.say(f"{r.task_id}: {after}")
+
+
+def what_happened(verdict: str, task_status: str, needs_human: str | None) -> str:
+    """What the verdict did to the task, in words: where the findings go, or why a human is next."""
+    if task_status == "needs_human":
+        return f"the task waits for a human: {needs_human}" if needs_human else "the task waits for a human"
+    if verdict == "failed":
+        if task_status == "backlog":
+            return (
+                "the task waits in backlog until its spec is approved again; "
+                "the findings go into the next attempt's brief"
+            )
+        return "the findings go into the next attempt's brief"
+    if verdict == "error" and task_status == "needs_verification":
+        return "no attempt used; the task waits for the next run"
+    return ""
+
+
+def idle_reason(projects: list[dict[str, Any]], asked: str | None) -> str:
+    """Why a verifier found nothing to start: "nothing waiting", "verification is off for mit:
+    3 tasks wait for a human", "mit: 1 task is being verified by another run"."""
+
+    def tasks(n: int) -> str:
+        return f"{n} task{'s' if n != 1 else ''}"
+
+    parts = []
+    for q in projects:
+        name = q["project"]
+        if not q["verification_on"]:
+            waiting = q["for_human"]
+            were = "wait" if waiting != 1 else "waits"
+            parts.append(
+                f"verification is off for {name}"
+                + (f": {tasks(waiting)} {were} for a human" if waiting else "")
+            )
+        elif q["running"]:
+            parts.append(f"{name}: {tasks(q['running'])} being verified by another run")
+    if not projects and asked is None:
+        return "nothing waiting: no project this key covers has verification on"
+    where = f" in {asked}" if asked else ""
+    return f"nothing waiting{where}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def options_from_env(

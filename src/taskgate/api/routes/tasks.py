@@ -52,7 +52,8 @@ def list_tasks(
         limit=limit,
         cursor=cursor,
     )
-    return TaskPage(items=[TaskOut.of(t) for t in items], cursor=next_cursor)
+    on = runtime.context().project(project).verification_on
+    return TaskPage(items=[TaskOut.of(t, on) for t in items], cursor=next_cursor)
 
 
 @route("POST", "/api/projects/<project>/tasks", H, summary="Create a task", status=201, tags=TAGS, body=True)
@@ -94,7 +95,7 @@ def get_task(
     history, next_history = tasks.history_page(ctx, who, task_id, limit=limit, cursor=history_cursor)
     notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
     return TaskDetail(
-        task=TaskOut.of(task),
+        task=TaskOut.of(task, ctx.project(task.project).verification_on),
         history=history,
         history_cursor=next_history,
         runs=tasks.runs(ctx, who, task_id),

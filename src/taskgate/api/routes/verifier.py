@@ -27,8 +27,10 @@ RUN = "/api/verifier/runs/<task_id>/<run_id>"
     tags=TAGS,
 )
 def waiting_work(project: Annotated[str | None, Query()] = None) -> WaitingWork:
-    waiting = verification.waiting(runtime.context(), caller(), project)
-    return WaitingWork(items=[t.id for t in waiting])
+    waiting, queues = verification.queues(runtime.context(), caller(), project)
+    return WaitingWork.model_validate(
+        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues]}
+    )
 
 
 @route(
@@ -74,6 +76,7 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         checks=body.checks,
         results=body.results,
         error=body.error,
+        commit_missing=body.commit_missing,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
-    return RunFinished(run=run, task_status=task.status)
+    return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
