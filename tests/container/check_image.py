@@ -12,6 +12,7 @@ shallow fetch of a remote, as in the cloud). Every phase prints how long it took
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import socket
 import subprocess
@@ -316,6 +317,99 @@ def test_the_verifier_image_without_node_says_so_and_uses_no_attempt(
     assert task["status"] == "needs_verification" and task["attempts_used"] == 0
     [run] = gate.detail(tid)["runs"]
     assert run["summary"].startswith("the verifier's image has no `node`: check unit"), run["summary"]
+
+
+# The hostile check (seed 002, DESIGN.md section 2: the verifier's keys never reach the code it
+# runs): the executor's own code, run as the check, looks for anything shaped like a taskgate key
+# or the git token in every process's environment and command line and in every file it can
+# read. It records where it found one and the sha256 of what it found (never the value itself,
+# which would then travel in the report), and ends passed only when it found nothing.
+HOSTILE_PY = r"""
+import hashlib, json, os, re, stat, sys
+
+KEY = re.compile(rb"tgv_[0-9a-f]{12}_[A-Za-z0-9_-]{32}|tggit_[0-9a-f]{32}")
+found, scanned = [], {"environ": 0, "cmdline": 0, "files": 0}
+
+
+def look(where, data):
+    for m in set(KEY.findall(data)):
+        found.append({"where": where, "sha256": hashlib.sha256(m).hexdigest()})
+
+
+for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    for part in ("environ", "cmdline"):
+        try:
+            with open(f"/proc/{pid}/{part}", "rb") as f:
+                look(f"/proc/{pid}/{part}", f.read())
+            scanned[part] += 1
+        except OSError:
+            pass
+for top, dirs, files in os.walk("/", followlinks=False):
+    if top == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for name in files:
+        path = os.path.join(top, name)
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > 64 * 1024 * 1024:
+                continue
+            with open(path, "rb") as f:
+                look(path, f.read())
+            scanned["files"] += 1
+        except OSError:
+            pass
+os.makedirs("reports", exist_ok=True)
+message = json.dumps({"found": found, "scanned": scanned})
+status = "failed" if found else "passed"
+json.dump({"tests": [{"id": "hostile.finds_no_key", "status": status, "message": message}]}, open("reports/results.json", "w"))
+print(message)
+sys.exit(1 if found else 0)
+"""
+
+
+def test_a_hostile_check_in_the_container_finds_no_key_anywhere_it_can_read(
+    podman: Podman, images: Images, live: Live, daemon: Daemon, timings: Timings
+) -> None:
+    import hashlib
+
+    config = {
+        "check_timeout_minutes": 5,
+        "checks": {
+            "scan": {
+                "command": "python3 hostile.py",
+                "report": {"path": "reports/results.json", "format": "json"},
+            }
+        },
+    }
+    gate = _gate(live, daemon, {"README": "scan\n"}, config)
+    tid = gate.task([{"text": "no key readable", "kind": "test", "verify_ref": "hostile.finds_no_key"}])
+    gate.submit(tid, gate.repo.commit({"hostile.py": HOSTILE_PY}))
+    git_token = "tggit_" + hashlib.sha256(gate.project.encode()).hexdigest()[:32]
+    ran = run_as_ecs(
+        podman,
+        images.verifier,
+        task_command(tid),
+        values={"TASKGATE_SERVER": gate.live.base, "TASKGATE_VERIFIER_IMAGE": images.verifier},
+        secret={"verifier_key": gate.verifier_key, "reviewer_key": gate.reviewer_key, "git_token": git_token},
+    )
+    timings.add("hostile check", ran.seconds)
+    assert ran.leftovers == []
+    [run] = gate.detail(tid)["runs"]
+    # What it found, as it printed it (the check's output tail, as the server keeps it).
+    report = json.loads(run["checks"]["scan"]["output_tail"].strip().splitlines()[-1])
+    keys = {
+        hashlib.sha256(k.encode()).hexdigest(): n
+        for n, k in (
+            ("verifier key", gate.verifier_key),
+            ("reviewer key", gate.reviewer_key),
+            ("git token", git_token),
+        )
+    }
+    leaked = [(f["where"], keys.get(f["sha256"], "another key")) for f in report["found"]]
+    assert leaked == [], f"the check read {leaked}"
+    # It really looked: every process it may see, and the image's files.
+    assert report["scanned"]["environ"] >= 1 and report["scanned"]["files"] > 5000, report["scanned"]
+    assert (run["status"], gate.detail(tid)["task"]["status"]) == ("passed", "verified"), ran.output
 
 
 def test_a_second_run_reuses_the_cached_base(podman: Podman, images: Images, timings: Timings) -> None:
