@@ -190,6 +190,7 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
 def cmd_verify(args: argparse.Namespace) -> int:
     import signal
 
+    from taskgate.domain.verifier_config import IMAGE_VAR
     from taskgate.verifier.hardening import HardeningError, isolate
     from taskgate.verifier.sandbox import SandboxError
     from taskgate.verifier.worker import Worker, options_from_env
@@ -212,11 +213,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         json_lines=args.json,
     )
+    # The image this verifier runs in (the task definition sets it) is no secret, but it shares
+    # the TASKGATE_ prefix that isolate() clears from the environment: keep it for the worker.
+    image = os.environ.get(IMAGE_VAR)
     try:  # the keys are read: they leave the environment, and root is left
         sandbox = isolate(check_user=args.check_user, worker_user=args.worker_user)
     except (HardeningError, SandboxError) as exc:
         raise SystemExit(f"taskgate verify: {exc}") from None
-    return Worker(dataclasses.replace(opts, sandbox=sandbox)).main()
+    env = {**os.environ, **({IMAGE_VAR: image} if image else {})}
+    return Worker(dataclasses.replace(opts, sandbox=sandbox), env=env).main()
 
 
 def cmd_spec_approve(args: argparse.Namespace) -> None:

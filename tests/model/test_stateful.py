@@ -19,7 +19,7 @@ from tests.model.machine import Recorder, machine_for
 
 # Examples x steps per example; moto deep-copies its table on every transaction item, so the
 # DynamoDB profile is kept small (the bench runs 1,000+ steps there).
-PROFILES = {"sqlite": (60, 80), "dynamodb": (6, 60)}
+PROFILES = {"sqlite": (80, 80), "dynamodb": (6, 60)}
 # What each profile must have done at least once, and how many kinds of action succeeded. The
 # draws are derandomized, but the paths are not quite fixed (ids and tokens are random), so these
 # are floors the profile clears with a wide margin.
