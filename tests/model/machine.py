@@ -49,6 +49,7 @@ from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, Evid
 from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import claims, keys, projects, records, review, specs, sweeper, tasks, verification
 from taskgate.service.context import Context
+from taskgate.service.offers import Offers
 from taskgate.store.port import Store
 from taskgate.store.sqlite import SQLiteStore
 from tests.model import reference as ref
@@ -123,6 +124,9 @@ FAILURES = ["other", "other", "dependency", "spec_gap", "design_conflict"]
 RESOLUTIONS = ["requeue", "requeue", "block", "revise_spec", "reverify", "cancel"]
 LEASES = [None, None, None, None, None, 1, 45, 120, 0, 121]
 ADVANCE = [1, 2, 5, 5, 10, 10, 15, 29, 30, 31, 45, 121]
+# The verdicts the progress rule gives a running run (choice 0..11): mostly the ends a fleet
+# sees, and every kind often enough that a short profile reaches each of them.
+VERDICTS = ["pass"] * 5 + ["fail"] * 3 + ["error"] * 2 + ["spec_error"] * 2
 MAX_ATTEMPTS = [None, None, None, None, None, 1, 2, 4, 0]
 PRIORITIES = [0, 5, 0, 10, 0, 2000]
 LIST_STATUSES = [None, "ready", "ready", "claimed", "needs_verification", "needs_human"]
@@ -221,7 +225,10 @@ class ModelMachine(RuleBasedStateMachine):
         self._stack = ExitStack()
         self.store: Store = self._stack.enter_context(STORES[self.adapter]())
         self.clock = ManualClock()
-        self.ctx = Context(self.store, self.clock)
+        # Offers on the model's clock, one set per example: the process-wide one runs on real
+        # time and is keyed by id(store), which a later example's store may reuse, so the same
+        # draws took other paths depending on what ran before and how fast.
+        self.ctx = Context(self.store, self.clock, offers=Offers(clock=lambda: self.clock.now().timestamp()))
         self.model = ref.Model(project=PROJECT)
         self.human = acting(human("alice"))
         self.secrets: dict[str, str] = {}
@@ -1172,7 +1179,7 @@ class ModelMachine(RuleBasedStateMachine):
             runs = [r for r in m.runs if r.task == t.label and r.state == "running"]
             live_keys = [k for k in ("v1", "v2", "v3") if k in m.keys and not m.keys[k].revoked]
             if runs:
-                self._verify_finish(runs[0], (["pass"] * 6 + ["fail"] * 4 + ["error"] * 2)[choice], False)
+                self._verify_finish(runs[0], VERDICTS[choice], False)
             elif live_keys:
                 self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
             else:

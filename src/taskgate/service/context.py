@@ -16,6 +16,7 @@ from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Stat
 from taskgate.domain.principals import Acting
 from taskgate.domain.text import unencodable
 from taskgate.service import records
+from taskgate.service.offers import OFFERS, Offers
 from taskgate.store.port import (
     ConflictError,
     Item,
@@ -53,6 +54,9 @@ class Context:
     # The cloud's registrar of a task definition per verifier image (service/images.py); None
     # where there is no cloud (a local server keeps an image in the config and registers nothing).
     task_definitions: TaskDefinitions | None = None
+    # Which task each caller was just shown first (service/offers.py): one per process in use;
+    # a test that needs repeatable choices gives its context one of its own, on its own clock.
+    offers: Offers = field(default_factory=lambda: OFFERS)
 
     # -- commits -----------------------------------------------------------------------------
 

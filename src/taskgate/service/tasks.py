@@ -28,7 +28,6 @@ from taskgate.domain.spread import spread
 from taskgate.service import cascades, counters, human_moves, records, refs, requests
 from taskgate.service.claims import settle_expiry, settle_project
 from taskgate.service.context import Context, event, put_event, put_task, storable
-from taskgate.service.offers import OFFERS
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
@@ -500,7 +499,7 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
         return []
     # A queued task means its project exists (projects are never deleted): no read needed.
     store, caller = id(ctx.store), who.credential_id
-    taken = OFFERS.to_others(store, caller, [(k.pk, k.sk) for k in keys])
+    taken = ctx.offers.to_others(store, caller, [(k.pk, k.sk) for k in keys])
     # A queue entry's sort key (TASK#<n>) names its task within the project: hash that directly.
     chosen = spread(
         keys,
@@ -513,7 +512,7 @@ def next_ready(ctx: Context, who: Acting, project: str, *, limit: int = 5) -> li
     # Read consistently: an index entry may be stale (DynamoDB), the item is not.
     ready = [(i, t) for i, t in ((i, records.load(Task, i)) for i in found) if t.status is Status.READY]
     if ready:
-        OFFERS.offer(store, caller, (ready[0][0].pk, ready[0][0].sk))
+        ctx.offers.offer(store, caller, (ready[0][0].pk, ready[0][0].sk))
     return [t for _, t in ready]
 
 
