@@ -326,5 +326,7 @@ def test_a_spot_stack_starts_its_verifiers_on_fargate_spot_on_x86() -> None:
         [params] = sent
         assert params["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE_SPOT", "weight": 1}]
         assert _commands(cloud) == [["verify", "--task", tid]]
-        definition = cloud.ecs.describe_task_definition(taskDefinition=cloud.task_definition)["taskDefinition"]
+        definition = cloud.ecs.describe_task_definition(taskDefinition=cloud.task_definition)[
+            "taskDefinition"
+        ]
         assert definition["runtimePlatform"]["cpuArchitecture"] == "X86_64"

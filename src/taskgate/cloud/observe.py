@@ -50,7 +50,14 @@ _ANNOTATED = ("principal", "task_id", "tool")  # searchable in X-Ray; the rest i
 # Keys Powertools puts on every line that say nothing the line's log group (one per function)
 # and Lambda's own metrics do not: ingestion is billed per byte (bench/cost.py). The request
 # id, the correlation id and the request's own keys stay.
-_SAID_ELSEWHERE = ("location", "service", "cold_start", "function_name", "function_memory_size", "function_arn")
+_SAID_ELSEWHERE = (
+    "location",
+    "service",
+    "cold_start",
+    "function_name",
+    "function_memory_size",
+    "function_arn",
+)
 
 
 def _emit(metric: Metric, value: int, dimensions: tuple[tuple[str, str], ...]) -> None:
