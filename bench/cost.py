@@ -1,20 +1,21 @@
-"""What task lifecycles cost on AWS: DynamoDB units, Lambda, HTTP API, priced per 1,000 lifecycles.
+"""What task lifecycles cost on AWS, all in, priced per 1,000 lifecycles; and with
+--verification what one verification costs on Fargate.
 
     python bench/cost.py [--n 1000] [--text typical|minimal] [--spec] [--verification]
+                         [--agents-via api|cloudfront] [--fleet-rate 0.1]
+                         [--tracing ...] [--platform-log-level ...] [--auth-cache-s ...]
 
-A lifecycle is: a human creates a task (REST), an agent claims it, heartbeats twice and submits
-(MCP), a human accepts it (REST). It runs through the real Lambda handlers of the stack
-(`taskgate.cloud.api`, `.mcp`, `.authorizer`, and with --verification `.dispatcher` and the
-verifier's REST calls), in process, on DynamoDB served by moto with the table exactly as
+A lifecycle is: a human creates a task (REST, from the board), an agent claims it, heartbeats
+twice and submits (MCP), a human accepts it (REST). It runs through the real Lambda handlers of
+the stack (`taskgate.cloud.api`, `.mcp`, `.authorizer`, and with --verification `.dispatcher`
+and the verifier's REST calls), in process, on DynamoDB served by moto with the table exactly as
 template.yaml and store/schema.py define it (tests/functions/stack.py builds it). So the count
 holds everything that really runs: the key lookups of the authorizer and of the MCP function,
 the claim's brief, the accept's cascade query, the dispatcher's reads and writes.
 
-DynamoDB requests are counted with a botocore event hook on the functions' client. moto reports
-no consumed capacity for transactions, so the units are computed from what is sent and stored,
-by DynamoDB's published rules (Developer Guide, "DynamoDB read and write operations",
-"Provisioned throughput considerations for GSIs", "Capacity management for transactions";
-"DynamoDB item sizes and formats"):
+What the stack is set to comes from template.yaml's defaults (read here, printed on the first
+line): TracingMode, LogLevel, PlatformLogLevel, LogRetentionDays, the key authorizer's cache
+(AgentKeyCacheSeconds, keyed by the Authorization header) and the verifier's size and capacity.
 
 - item size: the sum of attribute name and value lengths (strings in UTF-8 bytes, numbers
   ~1 byte per two significant digits + 1, maps and lists 3 bytes + 1 per element);
@@ -30,21 +31,39 @@ by DynamoDB's published rules (Developer Guide, "DynamoDB read and write operati
   eventually consistent (every GSI query); GetItem/BatchGetItem round each item, Query the sum
   of the items it returns.
 
-Lambda: one request per invocation (the key authorizer is counted once per MCP request: API
-Gateway caches its answer for 60 s per key, and an agent's calls in a lifecycle are minutes
-apart), duration estimated as the handler's own compute measured here (scaled to the share of
-a vCPU its memory buys) plus the DynamoDB latency of its requests (see LATENCY_S). HTTP API:
-one request per REST or MCP call.
+Lambda: one request per invocation. The key authorizer runs only when API Gateway has no fresh
+answer for the request's Authorization header: the agent's calls are placed on a clock (its
+heartbeats every HEARTBEAT_S, as the claim tells it to send them; its next claim NEXT_CLAIM_S
+after a submit) and the cache holds an answer for the template's TTL. Duration: the handler's
+own CPU time measured here (scaled to the share of a vCPU its memory buys) plus the DynamoDB
+latency of its requests (see LATENCY_S). HTTP API: one request per REST or MCP call.
 
-Prints, per request kind and per store item kind and index, where the units go; then
+The rest of what a request costs in the deployed stack, each its own line item:
+- CloudFront: a request for what the template routes through it. The board's API calls always
+  (the board is on CloudFront, same origin); agents' MCP calls with --agents-via cloudfront
+  (the McpCloudFrontUrl output); the verifier calls the API's own URL (its TASKGATE_SERVER).
+- data out: each response's body and headers, at CloudFront's rate (gzip-compressed, as its
+  cache behaviours do for a browser) or API Gateway's (uncompressed).
+- logs: what the functions print at the template's LogLevel (measured), Lambda's START/REPORT
+  lines if PlatformLogLevel keeps them, and the HTTP API's access log line per request (its
+  format from the template, filled with sample values); ingestion, and storage for the
+  retention.
+- X-Ray: traces per TracingMode (see traces_per_lifecycle).
+
+Prints, per request kind and per store item kind and index, where the units go; each line item
+per 1,000 lifecycles; then
     requests_per_lifecycle=<n> wru_per_lifecycle=<n> rru_per_lifecycle=<n>
+with --verification, per capacity (FARGATE on-demand, FARGATE_SPOT)
+    cost_per_1000_verifications_usd[<capacity>]=<x>
 and last
     cost_per_1000_lifecycles_usd=<x>
-which is DynamoDB + Lambda (requests and duration) + HTTP API. The other charges a request
-makes in the deployed stack (CloudFront in front, log ingestion, X-Ray traces) are printed on
-their own line before it. `requests_per_lifecycle` counts the DynamoDB requests of the use
+which is every line item. `requests_per_lifecycle` counts the DynamoDB requests of the use
 cases (the services, as bench/lifecycle.py counts them); the key lookups that authenticate each
-request are printed as `auth_requests_per_lifecycle` and are in the units and the price.
+request are printed as `auth_requests` and are in the units and the price.
+
+With --verification the verifier's wall time is measured by running bench/verify_overhead.py
+(its repository, --check-seconds of checks, --verify-runs runs); the container's start on
+Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an estimate.
 """
 
 from __future__ import annotations
