@@ -1081,6 +1081,15 @@ def main() -> None:
                 + " ".join(f"{name}={v * k:.4f}" for name, v in charges.items())
                 + f" control_plane_share_of_a_verified_lifecycle={share:.3f}"
             )
+            # Where the control plane falls under 5% of a verified lifecycle: the billed time at
+            # which a verification costs 19 times the lifecycle (the charges that grow with it).
+            per_s = sum(verification_usd(settings, capacity, 3600.0, 0.0).values()) - sum(
+                verification_usd(settings, capacity, 3599.0, 0.0).values()
+            )
+            fixed = one - per_s * max(BILLING_MINIMUM_S, math.ceil(args.container_start_s + wall))
+            print(
+                f"  {capacity}: control plane under 5% from a billed {(19 * lifecycle_usd - fixed) / per_s:.0f} s"
+            )
             print(f"cost_per_1000_verifications_usd[{capacity}]={one * k:.4f}")
     print(f"cost_per_1000_lifecycles_usd={lifecycle_usd * k:.4f}")
 
