@@ -973,8 +973,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    # 50 by default: every figure but Lambda's CPU time is the same each lifecycle, and moto's
-    # index queries scan the whole table, so a run slows as it grows (1,000 take many minutes).
+    # 50 by default: every figure but Lambda's CPU time is the same each lifecycle, and a run
+    # on moto slows as its table grows (1,000 lifecycles take many minutes here).
     parser.add_argument("--n", type=int, default=50, help="lifecycles to run (default 50)")
     parser.add_argument(
         "--text",
