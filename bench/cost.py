@@ -1,20 +1,21 @@
-"""What task lifecycles cost on AWS: DynamoDB units, Lambda, HTTP API, priced per 1,000 lifecycles.
+"""What task lifecycles cost on AWS, all in, priced per 1,000 lifecycles; and with
+--verification what one verification costs on Fargate.
 
-    python bench/cost.py [--n 1000] [--text typical|minimal] [--spec] [--verification]
+    python bench/cost.py [--n 50] [--text typical|minimal] [--spec] [--verification]
+                         [--agents-via api|cloudfront] [--fleet-rate 0.1]
+                         [--tracing ...] [--platform-log-level ...] [--auth-cache-s ...]
 
-A lifecycle is: a human creates a task (REST), an agent claims it, heartbeats twice and submits
-(MCP), a human accepts it (REST). It runs through the real Lambda handlers of the stack
-(`taskgate.cloud.api`, `.mcp`, `.authorizer`, and with --verification `.dispatcher` and the
-verifier's REST calls), in process, on DynamoDB served by moto with the table exactly as
+A lifecycle is: a human creates a task (REST, from the board), an agent claims it, heartbeats
+twice and submits (MCP), a human accepts it (REST). It runs through the real Lambda handlers of
+the stack (`taskgate.cloud.api`, `.mcp`, `.authorizer`, and with --verification `.dispatcher`
+and the verifier's REST calls), in process, on DynamoDB served by moto with the table exactly as
 template.yaml and store/schema.py define it (tests/functions/stack.py builds it). So the count
 holds everything that really runs: the key lookups of the authorizer and of the MCP function,
 the claim's brief, the accept's cascade query, the dispatcher's reads and writes.
 
-DynamoDB requests are counted with a botocore event hook on the functions' client. moto reports
-no consumed capacity for transactions, so the units are computed from what is sent and stored,
-by DynamoDB's published rules (Developer Guide, "DynamoDB read and write operations",
-"Provisioned throughput considerations for GSIs", "Capacity management for transactions";
-"DynamoDB item sizes and formats"):
+What the stack is set to comes from template.yaml's defaults (read here, printed on the first
+line): TracingMode, LogLevel, PlatformLogLevel, LogRetentionDays, the key authorizer's cache
+(AgentKeyCacheSeconds, keyed by the Authorization header) and the verifier's size and capacity.
 
 - item size: the sum of attribute name and value lengths (strings in UTF-8 bytes, numbers
   ~1 byte per two significant digits + 1, maps and lists 3 bytes + 1 per element);
@@ -30,26 +31,46 @@ by DynamoDB's published rules (Developer Guide, "DynamoDB read and write operati
   eventually consistent (every GSI query); GetItem/BatchGetItem round each item, Query the sum
   of the items it returns.
 
-Lambda: one request per invocation (the key authorizer is counted once per MCP request: API
-Gateway caches its answer for 60 s per key, and an agent's calls in a lifecycle are minutes
-apart), duration estimated as the handler's own compute measured here (scaled to the share of
-a vCPU its memory buys) plus the DynamoDB latency of its requests (see LATENCY_S). HTTP API:
-one request per REST or MCP call.
+Lambda: one request per invocation. The key authorizer runs only when API Gateway has no fresh
+answer for the request's Authorization header: the agent's calls are placed on a clock (its
+heartbeats every HEARTBEAT_S, as the claim tells it to send them; its next claim NEXT_CLAIM_S
+after a submit) and the cache holds an answer for the template's TTL. Duration: the handler's
+own CPU time measured here (scaled to the share of a vCPU its memory buys) plus the DynamoDB
+latency of its requests (see LATENCY_S). HTTP API: one request per REST or MCP call.
 
-Prints, per request kind and per store item kind and index, where the units go; then
+The rest of what a request costs in the deployed stack, each its own line item:
+- CloudFront: a request for what the template routes through it. The board's API calls always
+  (the board is on CloudFront, same origin); agents' MCP calls with --agents-via cloudfront
+  (the McpCloudFrontUrl output); the verifier calls the API's own URL (its TASKGATE_SERVER).
+- data out: each response's body and headers, at CloudFront's rate (gzip-compressed, as its
+  cache behaviours do for a browser) or API Gateway's (uncompressed).
+- logs: what the functions print at the template's LogLevel (measured), Lambda's START/REPORT
+  lines if PlatformLogLevel keeps them, and the HTTP API's access log line per request (its
+  format from the template, filled with sample values); ingestion, and storage for the
+  retention.
+- X-Ray: traces per TracingMode (see traces_per_lifecycle).
+
+Prints, per request kind and per store item kind and index, where the units go; each line item
+per 1,000 lifecycles; then
     requests_per_lifecycle=<n> wru_per_lifecycle=<n> rru_per_lifecycle=<n>
+with --verification, per capacity (FARGATE on-demand, FARGATE_SPOT)
+    cost_per_1000_verifications_usd[<capacity>]=<x>
 and last
     cost_per_1000_lifecycles_usd=<x>
-which is DynamoDB + Lambda (requests and duration) + HTTP API. The other charges a request
-makes in the deployed stack (CloudFront in front, log ingestion, X-Ray traces) are printed on
-their own line before it. `requests_per_lifecycle` counts the DynamoDB requests of the use
+which is every line item. `requests_per_lifecycle` counts the DynamoDB requests of the use
 cases (the services, as bench/lifecycle.py counts them); the key lookups that authenticate each
-request are printed as `auth_requests_per_lifecycle` and are in the units and the price.
+request are printed as `auth_requests` and are in the units and the price.
+
+With --verification the verifier's wall time is measured by running bench/verify_overhead.py
+(its repository, --check-seconds of checks, --verify-runs runs); the container's start on
+Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an estimate.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gzip
 import math
 import statistics
 import sys
@@ -66,21 +87,43 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 # -- prices ------------------------------------------------------------------------------------
-# Published on-demand prices, US East (N. Virginia), as read from the AWS pricing pages in
-# 2025 (DynamoDB's on-demand rates are those in force since 2024-11-01). Check
-# https://aws.amazon.com/dynamodb/pricing/on-demand/, https://aws.amazon.com/lambda/pricing/,
-# https://aws.amazon.com/api-gateway/pricing/, https://aws.amazon.com/cloudfront/pricing/,
-# https://aws.amazon.com/cloudwatch/pricing/ and https://aws.amazon.com/xray/pricing/ before
-# relying on them. Free tiers are left out: these are the prices past them.
-PRICES_AS_OF = "2025 (DynamoDB on-demand since 2024-11-01), us-east-1"
-USD_PER_WRU = 0.625 / 1e6  # DynamoDB on-demand, Standard table class
+# Published on-demand prices, US East (N. Virginia), past the free tiers. Each line names its
+# page and when it was read; check the page before relying on a figure.
+PRICES_AS_OF = "AWS pricing pages as read in 2025 (dates per line in bench/cost.py), us-east-1"
+# https://aws.amazon.com/dynamodb/pricing/on-demand/ (rates in force since 2024-11-01), Standard class
+USD_PER_WRU = 0.625 / 1e6
 USD_PER_RRU = 0.125 / 1e6
+# https://aws.amazon.com/lambda/pricing/ (read 2025): requests; arm64 duration, first 7.5 billion GB-s
 USD_PER_LAMBDA_REQUEST = 0.20 / 1e6
-USD_PER_LAMBDA_GB_S = 0.0000133334  # arm64, first 7.5 billion GB-s a month
-USD_PER_HTTP_API_REQUEST = 1.00 / 1e6  # first 300 million a month
-USD_PER_CLOUDFRONT_REQUEST = 0.0100 / 10_000  # HTTPS, United States/Europe
-USD_PER_LOG_GB = 0.50  # CloudWatch Logs ingestion, Standard class
-USD_PER_TRACE = 5.00 / 1e6  # X-Ray traces recorded (the functions trace every invocation)
+USD_PER_LAMBDA_GB_S = 0.0000133334
+# https://aws.amazon.com/api-gateway/pricing/ (read 2025): HTTP API, first 300 million requests a month
+USD_PER_HTTP_API_REQUEST = 1.00 / 1e6
+# https://aws.amazon.com/cloudfront/pricing/ (read 2025): HTTPS requests and data out, US/Europe,
+# first 10 TB (origin fetches from an AWS origin are free)
+USD_PER_CLOUDFRONT_REQUEST = 0.0100 / 10_000
+USD_PER_CLOUDFRONT_GB_OUT = 0.085
+# https://aws.amazon.com/ec2/pricing/on-demand/#Data_Transfer (read 2025): data out to the internet,
+# first 10 TB a month; API Gateway bills its responses at this rate
+USD_PER_INTERNET_GB_OUT = 0.09
+# https://aws.amazon.com/cloudwatch/pricing/ (read 2025): Logs ingestion, Standard class (Lambda's
+# logs are "vended" logs since 2024-05-01: $0.50 per GB for the first 10 TB, the same); storage per
+# GB-month (billed on the compressed size: pricing it uncompressed is an upper bound)
+USD_PER_LOG_GB = 0.50
+USD_PER_LOG_GB_MONTH = 0.03
+# https://aws.amazon.com/xray/pricing/ (read 2025): traces recorded
+USD_PER_TRACE = 5.00 / 1e6
+# https://aws.amazon.com/fargate/pricing/ (read 2025): Linux per vCPU-hour and per GB-hour; arm64
+# on-demand, and x86_64 on-demand and Spot (Fargate Spot has no arm64 capacity; its price moves with
+# spare capacity and the page advertises "up to 70%" off: priced here at 70% under on-demand x86_64)
+FARGATE_USD_H = {
+    ("FARGATE", "ARM64"): (0.03238, 0.00356),
+    ("FARGATE", "X86_64"): (0.04048, 0.004445),
+    ("FARGATE_SPOT", "X86_64"): (0.04048 * 0.3, 0.004445 * 0.3),
+}
+# https://aws.amazon.com/vpc/pricing/ (in force since 2024-02-01): a public IPv4 address per hour
+USD_PER_PUBLIC_IPV4_H = 0.005
+# https://aws.amazon.com/secrets-manager/pricing/ (read 2025): per 10,000 API calls
+USD_PER_SECRET_CALL = 0.05 / 10_000
 
 # Memory of each function in template.yaml (MB).
 MEMORY_MB = {"mcp": 1024, "api": 1024, "authorizer": 512, "dispatcher": 512}
@@ -96,8 +139,26 @@ LATENCY_S = {
     "DeleteItem": 0.0075,
     "TransactWriteItems": 0.025,
 }
-# Lambda's own log lines per invocation (platform.start, platform.report), JSON log format.
+# Lambda's own START and REPORT lines per invocation in the JSON log format (a sample of each,
+# ~250 and ~350 bytes): written when the template's PlatformLogLevel is INFO or DEBUG.
 PLATFORM_LOG_BYTES = 600
+# Response headers API Gateway (or CloudFront) adds to a body (date, content type and length,
+# request id, apigw-requestid, via...): a sample's size, for data out.
+RESPONSE_HEADER_BYTES = 350
+# Lambda's own tracing when TracingMode is Active: the first request each second and 5% of the
+# rest, per function ("Using AWS Lambda with AWS X-Ray": the rate cannot be configured).
+LAMBDA_TRACE_RESERVOIR_PER_S, LAMBDA_TRACE_RATE = 1.0, 0.05
+# A Fargate task is billed from the start of its image pull to its end, per second, one minute at
+# least (Fargate pricing page). Pull plus start cannot be measured here (no Fargate): this is an
+# estimate for a ~0.3 GB image (docs/deploy.md), to be replaced by a measured figure with
+# --container-start-s.
+CONTAINER_START_S = 30.0
+BILLING_MINIMUM_S = 60.0
+# The verifier's secret references (template.yaml: verifier_key, reviewer_key, git_token), each
+# fetched when its task starts.
+SECRET_CALLS_PER_TASK = 3
+# What a verifier container logs per run (its progress lines and the verdict): a sample's size.
+VERIFIER_LOG_BYTES = 2000
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
 
@@ -245,7 +306,9 @@ class Meter:
         self.table_key = tuple(k["AttributeName"] for k in definition["KeySchema"])
         self.usage = Usage()
         self.where: tuple[str, str] | None = None  # (step, function) while counting
-        self.moto_s = 0.0  # time spent inside moto (not the function's own compute)
+        # CPU time (process_time: this machine is shared, so wall time would count other
+        # processes' work) spent in moto and in this meter's own reads: not the function's.
+        self.moto_s = 0.0
         self.latency_s = 0.0  # what the same requests would take on DynamoDB (LATENCY_S)
         events = client.meta.events
         events.register("before-parameter-build.dynamodb.*", self._before)
@@ -273,15 +336,22 @@ class Meter:
     def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         if self.where is None:
             return
+        began = time.process_time()
         op = model.name
         before = [(k, key, self._get(key)) for k, key in self._written(op, params)] if op in WRITES else []
-        context["cost"] = (op, params, before, time.perf_counter())
+        context["cost"] = (op, params, before, began)
 
     def _after(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         if "cost" not in context or self.where is None:
             return
-        op, params, before, started = context.pop("cost")
-        self.moto_s += time.perf_counter() - started
+        op, params, before, began = context.pop("cost")
+        try:
+            self._count(op, params, parsed, before)
+        finally:
+            self.moto_s += time.process_time() - began
+
+    def _count(self, op: str, params: dict[str, Any], parsed: dict[str, Any], before: list[Any]) -> None:
+        assert self.where is not None
         self.latency_s += LATENCY_S[op]
         step, function = self.where
         u = self.usage
@@ -378,6 +448,11 @@ MINIMAL: dict[str, Any] = {
     "evidence": "done",
 }
 SHA = "3f2a9c1b7e5d4a6f8b0c2e4d6a8b0c1d2e3f4a5b"
+# The agent's clock between its calls (only API Gateway's authorizer cache reads it): heartbeats
+# as the claim tells an agent to send them (every lease/2 minutes: 15 with the default 30-minute
+# lease), the submit one interval after the last, the next claim a few seconds after the submit.
+HEARTBEAT_S = 15 * 60.0
+NEXT_CLAIM_S = 5.0
 HUMAN_CLAIMS = {
     "sub": "4a7c-11",
     "cognito:username": "carol",
@@ -388,38 +463,115 @@ HUMAN_CLAIMS = {
 }
 
 
+@dataclass(frozen=True)
+class Settings:
+    """What template.yaml deploys by default that the price depends on."""
+
+    tracing: str  # TracingMode
+    log_level: str  # LogLevel (the functions' application logs)
+    platform_log_level: str  # PlatformLogLevel (Lambda's START/REPORT lines)
+    retention_days: int  # LogRetentionDays
+    auth_ttl_s: int  # the key authorizer's result cache (AuthorizerResultTtlInSeconds)
+    auth_cache_key: tuple[str, ...]  # its identity sources: the cache key
+    access_log_format: str  # the HTTP API stage's access log line
+    verifier_cpu: int  # Fargate CPU units
+    verifier_memory_mb: int
+    verifier_capacity: str  # FARGATE | FARGATE_SPOT
+    verifier_arch: dict[str, str]  # capacity -> CPU architecture of the task definition
+
+    @classmethod
+    def from_template(cls) -> Settings:
+        from tests.functions.stack import template
+
+        tpl = template()
+        params, res = tpl["Parameters"], tpl["Resources"]
+
+        def value(node: Any) -> Any:
+            return params[node["Ref"]]["Default"] if isinstance(node, dict) and "Ref" in node else node
+
+        logging = res["McpFunction"]["Properties"]["LoggingConfig"]
+        auth = res["AgentKeyAuthorizer"]["Properties"]
+        arch = res["VerifierTaskDefinition"]["Properties"]["RuntimePlatform"]["CpuArchitecture"]
+        condition, spot_arch, on_demand_arch = (
+            arch["Fn::If"] if isinstance(arch, dict) else (None, arch, arch)
+        )
+        assert condition in (None, "SpotVerifier"), condition
+        return cls(
+            tracing=value(tpl["Globals"]["Function"]["Tracing"]),
+            log_level=value(logging["ApplicationLogLevel"]),
+            platform_log_level=value(logging["SystemLogLevel"]),
+            retention_days=int(value(res["ApiLogs"]["Properties"]["RetentionInDays"])),
+            auth_ttl_s=int(value(auth["AuthorizerResultTtlInSeconds"])),
+            auth_cache_key=tuple(auth["IdentitySource"]),
+            access_log_format=res["HttpApiStage"]["Properties"]["AccessLogSettings"]["Format"],
+            verifier_cpu=int(value(res["VerifierTaskDefinition"]["Properties"]["Cpu"])),
+            verifier_memory_mb=int(value(res["VerifierTaskDefinition"]["Properties"]["Memory"])),
+            verifier_capacity=value({"Ref": "VerifierCapacity"}),
+            verifier_arch={"FARGATE": on_demand_arch, "FARGATE_SPOT": spot_arch},
+        )
+
+    def access_log_bytes(self, route: str, status: int) -> int:
+        """One access log line of the HTTP API stage, its format filled with sample values."""
+        sample = {
+            "requestId": "JQ3fWg1SIAMEbVQ=",
+            "identity.sourceIp": "203.0.113.10",
+            "routeKey": route,
+            "status": str(status),
+            "responseLatency": "38",
+            "integrationErrorMessage": "-",
+            "authorizer.error": "-",
+        }
+        line = self.access_log_format
+        for name in sorted(sample, key=len, reverse=True):
+            line = line.replace(f"$context.{name}", sample[name])
+        assert "$context." not in line, line
+        return len(line.encode()) + 1
+
+
 @dataclass
 class Run:
     """The stack, its meter, and what the lifecycles cost outside DynamoDB."""
 
     stack: Any
     meter: Meter
+    settings: Settings
+    agents_via_cloudfront: bool
+    heartbeat_s: float
     step: str = "setup"
     invocations: Counter[tuple[str, str]] = field(default_factory=Counter)  # (step, function)
     http: Counter[str] = field(default_factory=Counter)  # API Gateway requests by step
+    cloudfront: Counter[str] = field(default_factory=Counter)  # of those, through CloudFront
+    bytes_out: Counter[str] = field(default_factory=Counter)  # "cloudfront" | "api": bytes sent out
     own_s: defaultdict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     io_s: Counter[tuple[str, str]] = field(default_factory=Counter)  # DynamoDB latency (LATENCY_S)
-    log_bytes: int = 0
+    log_bytes: int = 0  # the functions' lines (and Lambda's own, at PlatformLogLevel INFO)
+    access_log_bytes: int = 0
+    # The agent's clock, and API Gateway's authorizer cache: Authorization header -> (answer, until)
+    clock: float = 0.0
+    auth_cache: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    auth_cache_hits: int = 0
 
     def invoke(
         self, function: str, handler: Callable[[dict[str, Any], Any], Any], event: dict[str, Any]
     ) -> Any:
         m, where = self.meter, (self.step, function)
         moto, latency = m.moto_s, m.latency_s
-        started = time.perf_counter()
+        started = time.process_time()
         with m.counting(*where):
             out = self.stack.invoke(handler, event)
-        self.own_s[where].append(time.perf_counter() - started - (m.moto_s - moto))
+        self.own_s[where].append(time.process_time() - started - (m.moto_s - moto))
         self.io_s[where] += m.latency_s - latency
         self.invocations[where] += 1
         buffer = self.stack.output.buffer  # what the function printed: its log lines and metrics
-        self.log_bytes += len(buffer.getvalue().encode()) + PLATFORM_LOG_BYTES
+        self.log_bytes += len(buffer.getvalue().encode())
+        if self.settings.platform_log_level in ("INFO", "DEBUG"):
+            self.log_bytes += PLATFORM_LOG_BYTES
         buffer.seek(0)
         buffer.truncate()
         return out
 
     def gb_s(self) -> Counter[tuple[str, str]]:
-        """Lambda GB-seconds by (step, function): the median compute of its invocations here
+        """Lambda GB-seconds by (step, function): the median CPU time of its invocations here
         (robust to this shared machine's hiccups), slowed to the vCPU share its memory buys,
         plus the DynamoDB latency of its requests, each invocation rounded up to 1 ms."""
         out: Counter[tuple[str, str]] = Counter()
@@ -429,19 +581,45 @@ class Run:
             out[(step, function)] = billed * len(runs) * MEMORY_MB[function] / 1024
         return out
 
+    def _delivered(self, response: dict[str, Any], route: str, *, via_cloudfront: bool) -> None:
+        """What API Gateway (and CloudFront in front, if the caller came that way) bill for one
+        answered request beyond the request itself: the access log line, the bytes sent back."""
+        self.http[self.step] += 1
+        if via_cloudfront:
+            self.cloudfront[self.step] += 1
+        body = (response.get("body") or "").encode()
+        if via_cloudfront and len(body) >= 1000:
+            # The API's cache behaviours compress (Compress: true) for a viewer that accepts
+            # gzip, as browsers do, bodies of 1,000 bytes or more. API Gateway does not compress.
+            body = gzip.compress(body)
+        size = len(body) + RESPONSE_HEADER_BYTES
+        self.bytes_out["cloudfront" if via_cloudfront else "api"] += size
+        self.access_log_bytes += self.settings.access_log_bytes(route, int(response["statusCode"]))
+
     # -- requests as API Gateway delivers them -----------------------------------------------
 
     def _authorized(self, key: str, event: dict[str, Any]) -> dict[str, Any]:
-        """The key authorizer's answer attached, as API Gateway does after it said yes."""
+        """The key authorizer's answer attached, as API Gateway does after it said yes: from its
+        result cache while the answer for this Authorization header is fresh (the template's
+        identity source and TTL), else from an invocation."""
         from taskgate.cloud import authorizer
 
+        assert self.settings.auth_cache_key == ("$request.header.Authorization",), (
+            self.settings.auth_cache_key
+        )
+        header = f"Bearer {key}"
+        cached = self.auth_cache.get(header)
+        if cached is not None and cached[1] > self.clock:
+            self.auth_cache_hits += 1
+            event["requestContext"]["authorizer"] = {"lambda": cached[0]}
+            return event
         path = event["rawPath"]
         method = event["requestContext"]["http"]["method"]
         check = {
             "version": "2.0",
             "type": "REQUEST",
             "routeArn": f"arn:aws:execute-api:us-east-1:123456789012:abc123/$default/{method}{path}",
-            "identitySource": [f"Bearer {key}"],
+            "identitySource": [header],
             "routeKey": f"ANY {path}",
             "rawPath": path,
             "headers": dict(event["headers"]),
@@ -449,16 +627,19 @@ class Run:
         }
         answer = self.invoke("authorizer", authorizer.handler, check)
         assert answer["isAuthorized"], answer
+        if self.settings.auth_ttl_s > 0:
+            self.auth_cache[header] = (answer["context"], self.clock + self.settings.auth_ttl_s)
         event["requestContext"]["authorizer"] = {"lambda": answer["context"]}
         return event
 
     def rest(self, method: str, path: str, body: Any = None, *, key: str | None = None) -> Any:
-        """One REST call: a human's (JWT claims checked by API Gateway) or a verifier key's."""
+        """One REST call: a human's from the board (JWT claims checked by API Gateway; the board
+        is on CloudFront, so are its API calls) or a verifier key's (the container calls the
+        API's own URL, template.yaml's TASKGATE_SERVER)."""
         from tests.mcp.events import response_json, v2_event
 
         from taskgate.cloud import api
 
-        self.http[self.step] += 1
         bearer = {"authorization": f"Bearer {key or 'cognito-id-token'}"}
         event = v2_event(
             body, method=method, path=path, headers=bearer, jwt_claims=None if key else HUMAN_CLAIMS
@@ -467,21 +648,22 @@ class Run:
         if key is not None:
             event = self._authorized(key, event)
         response = self.invoke("api", api.handler, event)
+        self._delivered(response, "ANY /api/{proxy+}", via_cloudfront=key is None)
         if response["statusCode"] >= 300:
             raise RuntimeError(f"{method} {path}: {response['statusCode']} {response.get('body')}")
         return response_json(response)
 
     def tool(self, key: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """One MCP tool call: the key authorizer, then the MCP function."""
+        """One MCP tool call: the key authorizer (or its cached answer), then the MCP function."""
         from tests.mcp.events import LEGACY, mcp_headers, response_json, rpc, v2_event
 
         from taskgate.cloud import mcp
 
-        self.http[self.step] += 1
         body = rpc("tools/call", {"name": name, "arguments": arguments}, version=LEGACY)
         event = v2_event(body, headers=mcp_headers(key, LEGACY, body))
         event["requestContext"]["requestId"] = uuid.uuid4().hex
         response = self.invoke("mcp", mcp.handler, self._authorized(key, event))
+        self._delivered(response, "ANY /mcp", via_cloudfront=self.agents_via_cloudfront)
         result: dict[str, Any] = response_json(response)["result"]
         if result.get("isError"):
             raise RuntimeError(f"{name}: {result['content'][0]['text']}")
@@ -514,8 +696,10 @@ def lifecycle(run: Run, project: str, text: dict[str, Any], keys: Keys, spec_id:
     token = run.tool(keys.agent, "claim_task", {"project": project, "task_id": task_id})["claim_token"]
     run.step = "heartbeat"
     for _ in range(2):
+        run.clock += run.heartbeat_s
         run.tool(keys.agent, "heartbeat", {"task_id": task_id, "claim_token": token})
     run.step = "submit"
+    run.clock += run.heartbeat_s
     run.tool(
         keys.agent,
         "submit_task",
@@ -523,6 +707,7 @@ def lifecycle(run: Run, project: str, text: dict[str, Any], keys: Keys, spec_id:
     )
     if keys.local is not None:
         verify(run, task_id, keys)
+    run.clock += NEXT_CLAIM_S  # the agent's next claim (under the same key) follows its submit
     run.step = "accept"
     done = run.rest("POST", f"/api/tasks/{task_id}/accept")
     assert done["status"] == "done", done
@@ -604,39 +789,56 @@ def fmt(x: float) -> str:
 
 @dataclass
 class Figures:
-    requests: float  # DynamoDB requests of the use cases, per lifecycle
+    """Per lifecycle."""
+
+    requests: float  # DynamoDB requests of the use cases
     auth_requests: float  # key lookups authenticating requests (functions and authorizer)
     wru: float
     rru: float
-    invocations: float
+    invocations: dict[str, float]  # Lambda invocations by function
     gb_s: float
-    http: float
-    log_bytes: float
+    http: float  # HTTP API requests
+    cloudfront: float  # of those, through CloudFront
+    bytes_out_cloudfront: float
+    bytes_out_api: float
+    log_bytes: float  # the functions' lines (and Lambda's own at PlatformLogLevel INFO)
+    access_log_bytes: float
+    traces: float  # X-Ray traces recorded
 
-    @property
-    def dynamodb_usd(self) -> float:
-        return self.wru * USD_PER_WRU + self.rru * USD_PER_RRU
+    def items(self, settings: Settings) -> dict[str, float]:
+        """Each charge of one lifecycle, usd."""
+        log_gb = (self.log_bytes + self.access_log_bytes) / 1e9
+        return {
+            "dynamodb_writes": self.wru * USD_PER_WRU,
+            "dynamodb_reads": self.rru * USD_PER_RRU,
+            "lambda_requests": sum(self.invocations.values()) * USD_PER_LAMBDA_REQUEST,
+            "lambda_duration": self.gb_s * USD_PER_LAMBDA_GB_S,
+            "http_api": self.http * USD_PER_HTTP_API_REQUEST,
+            "cloudfront_requests": self.cloudfront * USD_PER_CLOUDFRONT_REQUEST,
+            "data_out": self.bytes_out_cloudfront / 1e9 * USD_PER_CLOUDFRONT_GB_OUT
+            + self.bytes_out_api / 1e9 * USD_PER_INTERNET_GB_OUT,
+            "log_ingestion": log_gb * USD_PER_LOG_GB,
+            # kept for the retention, priced uncompressed (an upper bound)
+            "log_storage": log_gb * USD_PER_LOG_GB_MONTH * settings.retention_days / 30,
+            "xray_traces": self.traces * USD_PER_TRACE,
+        }
 
-    @property
-    def lambda_usd(self) -> float:
-        return self.invocations * USD_PER_LAMBDA_REQUEST + self.gb_s * USD_PER_LAMBDA_GB_S
 
-    @property
-    def http_usd(self) -> float:
-        return self.http * USD_PER_HTTP_API_REQUEST
-
-    @property
-    def usd(self) -> float:
-        return self.dynamodb_usd + self.lambda_usd + self.http_usd
-
-    @property
-    def other_usd(self) -> float:
-        """CloudFront in front of every request, log ingestion, an X-Ray trace per invocation."""
-        return (
-            self.http * USD_PER_CLOUDFRONT_REQUEST
-            + self.log_bytes / 1e9 * USD_PER_LOG_GB
-            + self.invocations * USD_PER_TRACE
+def traces_per_lifecycle(settings: Settings, invocations: dict[str, float], fleet_rate: float) -> float:
+    """X-Ray traces one lifecycle records. PassThrough: none (nothing upstream of the functions
+    sends a sampled trace header: HTTP APIs and DynamoDB streams do not trace). Active: Lambda's
+    own sampling per function, at the rate the fleet calls it (`fleet_rate` lifecycles/s spread
+    evenly): every request up to one a second, then 5% of the rest."""
+    if settings.tracing != "Active":
+        return 0.0
+    total = 0.0
+    for per_lifecycle in invocations.values():
+        rate = per_lifecycle * fleet_rate  # invocations/s of this function
+        traced = min(rate, LAMBDA_TRACE_RESERVOIR_PER_S) + LAMBDA_TRACE_RATE * max(
+            0.0, rate - LAMBDA_TRACE_RESERVOIR_PER_S
         )
+        total += traced / fleet_rate
+    return total
 
 
 def is_auth(key: tuple[str, str, str, str]) -> bool:
@@ -644,7 +846,7 @@ def is_auth(key: tuple[str, str, str, str]) -> bool:
     return function == "authorizer" or (op == "GetItem" and read == "credential")
 
 
-def report(run: Run, n: int) -> Figures:
+def report(run: Run, n: int, fleet_rate: float) -> Figures:
     u = run.meter.usage
 
     def by(counter: Counter[Any], key: Callable[[Any], str]) -> dict[str, float]:
@@ -665,49 +867,115 @@ def report(run: Run, n: int) -> Figures:
     line("wru by step", by(u.wru, lambda k: k[0]))
     line("rru by read", by(u.rru, lambda k: k[1]))
     line("rru by step", by(u.rru, lambda k: k[0]))
-    line("lambda invocations", by(run.invocations, lambda k: k[1]))
+    invocations = by(run.invocations, lambda k: k[1])
+    line("lambda invocations", invocations)
     gb_s = run.gb_s()
     line("lambda gb_s (estimated)", by(gb_s, lambda k: k[1]))
     line("http api requests", by(run.http, lambda k: k))
+    line("of those through cloudfront", by(run.cloudfront, lambda k: k))
     return Figures(
         requests=sum(use_cases.values()) / n,
         auth_requests=sum(auth.values()) / n,
         wru=sum(u.wru.values()) / n,
         rru=sum(u.rru.values()) / n,
-        invocations=sum(run.invocations.values()) / n,
+        invocations=invocations,
         gb_s=sum(gb_s.values()) / n,
         http=sum(run.http.values()) / n,
+        cloudfront=sum(run.cloudfront.values()) / n,
+        bytes_out_cloudfront=run.bytes_out["cloudfront"] / n,
+        bytes_out_api=run.bytes_out["api"] / n,
         log_bytes=run.log_bytes / n,
+        access_log_bytes=run.access_log_bytes / n,
+        traces=traces_per_lifecycle(run.settings, invocations, fleet_rate),
     )
 
 
-def measure(n: int, *, text: dict[str, Any], spec: bool, verification: bool) -> tuple[Figures, float]:
+def measure(
+    n: int,
+    *,
+    text: dict[str, Any],
+    spec: bool,
+    verification: bool,
+    settings: Settings,
+    agents_via_cloudfront: bool,
+    fleet_rate: float,
+) -> tuple[Figures, float, Run]:
+    import logging
     import warnings
 
     from tests.functions.stack import stack
 
     from taskgate import runtime
+    from taskgate.cloud import observe
     from taskgate.store.schema import dynamodb_table_definition
 
     # Powertools warns when an invocation published no metric (a heartbeat counts none).
     warnings.filterwarnings("ignore", message="No application metrics to publish")
+    observe.logger.setLevel(logging.getLevelName(settings.log_level.replace("WARN", "WARNING")))
     with stack() as s:
         client = runtime.context().store._client  # type: ignore[attr-defined]
         meter = Meter(client, s.dynamodb, s.table, dynamodb_table_definition(s.table))
-        run = Run(s, meter)
+        run = Run(s, meter, settings, agents_via_cloudfront, HEARTBEAT_S)
         project, keys, spec_id = setup(run, spec=spec, verification=verification, text=text)
         started = time.perf_counter()
         for _ in range(n):
             lifecycle(run, project, text, keys, spec_id)
         elapsed = time.perf_counter() - started
-        return report(run, n), elapsed
+        return report(run, n, fleet_rate), elapsed, run
+
+
+# -- a verification on Fargate -----------------------------------------------------------------
+
+
+def verifier_wall_s(runs: int, check_seconds: float) -> list[float]:
+    """Wall time of `taskgate verify --task` (checkout, checks, reports, the REST calls) on
+    bench/verify_overhead.py's repository, measured by running that bench."""
+    import re
+    import subprocess
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "verify_overhead.py"),
+            "--runs",
+            str(runs),
+            "--check-seconds",
+            str(check_seconds),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    walls = [float(m) for m in re.findall(r"process_s=([0-9.]+)", out)]
+    if len(walls) != runs:
+        raise RuntimeError(f"bench/verify_overhead.py printed {len(walls)} runs, not {runs}:\n{out}")
+    return walls
+
+
+def verification_usd(settings: Settings, capacity: str, wall_s: float, start_s: float) -> dict[str, float]:
+    """One verifier task on Fargate, each charge in usd: billed from the image pull to the end,
+    per second, a minute at least; its public IPv4 for as long; its secrets; its log lines."""
+    arch = settings.verifier_arch[capacity]
+    vcpu_h, gb_h = FARGATE_USD_H[(capacity, arch)]
+    billed_h = max(BILLING_MINIMUM_S, math.ceil(start_s + wall_s)) / 3600
+    return {
+        "fargate_vcpu": settings.verifier_cpu / 1024 * vcpu_h * billed_h,
+        "fargate_memory": settings.verifier_memory_mb / 1024 * gb_h * billed_h,
+        "public_ipv4": USD_PER_PUBLIC_IPV4_H * billed_h,
+        "secrets": SECRET_CALLS_PER_TASK * USD_PER_SECRET_CALL,
+        "logs": VERIFIER_LOG_BYTES
+        / 1e9
+        * (USD_PER_LOG_GB + USD_PER_LOG_GB_MONTH * settings.retention_days / 30),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=1000, help="lifecycles to run (default 1000)")
+    # 50 by default: every figure but Lambda's CPU time is the same each lifecycle, and a run
+    # on moto slows as its table grows (1,000 lifecycles take many minutes here).
+    parser.add_argument("--n", type=int, default=50, help="lifecycles to run (default 50)")
     parser.add_argument(
         "--text",
         choices=["typical", "minimal"],
@@ -717,30 +985,115 @@ def main() -> None:
     )
     parser.add_argument("--spec", action="store_true", help="tasks under an approved spec")
     parser.add_argument(
-        "--verification", action="store_true", help="verification on: dispatcher and verifier run"
+        "--verification",
+        action="store_true",
+        help="verification on: dispatcher and verifier run, and one Fargate verification is priced",
+    )
+    parser.add_argument(
+        "--agents-via",
+        choices=["api", "cloudfront"],
+        default="api",
+        help="where agents send MCP: the API's own domain (the McpUrl output, default) or "
+        "CloudFront (McpCloudFrontUrl)",
+    )
+    parser.add_argument(
+        "--fleet-rate",
+        type=float,
+        default=0.1,
+        help="lifecycles per second across the fleet, for X-Ray with TracingMode=Active (Lambda "
+        "traces the first request each second per function) (default 0.1: ~8,600 a day)",
+    )
+    parser.add_argument("--tracing", choices=["PassThrough", "Active"], help="override TracingMode")
+    parser.add_argument(
+        "--platform-log-level", choices=["DEBUG", "INFO", "WARN"], help="override PlatformLogLevel"
+    )
+    parser.add_argument("--auth-cache-s", type=int, help="override AgentKeyCacheSeconds")
+    parser.add_argument("--verify-runs", type=int, default=3, help="verifier runs to time (--verification)")
+    parser.add_argument(
+        "--check-seconds", type=float, default=5.0, help="the checks' own time in those runs (default 5)"
+    )
+    parser.add_argument(
+        "--container-start-s",
+        type=float,
+        default=CONTAINER_START_S,
+        help=f"image pull and container start on Fargate, seconds (default {CONTAINER_START_S:.0f}, an estimate)",
     )
     args = parser.parse_args()
+    settings = Settings.from_template()
+    overrides = {
+        "tracing": args.tracing,
+        "platform_log_level": args.platform_log_level,
+        "auth_ttl_s": args.auth_cache_s,
+    }
+    settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     text = TYPICAL if args.text == "typical" else MINIMAL
     print(
         f"lifecycles={args.n} text={args.text} spec={'yes' if args.spec else 'no'} "
-        f"verification={'on' if args.verification else 'off'} prices={PRICES_AS_OF!r}"
+        f"verification={'on' if args.verification else 'off'} agents_via={args.agents_via} "
+        f"tracing={settings.tracing} log_level={settings.log_level} "
+        f"platform_log_level={settings.platform_log_level} log_retention_days={settings.retention_days} "
+        f"auth_cache_s={settings.auth_ttl_s} prices={PRICES_AS_OF!r}"
     )
-    f, elapsed = measure(args.n, text=text, spec=args.spec, verification=args.verification)
+    f, elapsed, run = measure(
+        args.n,
+        text=text,
+        spec=args.spec,
+        verification=args.verification,
+        settings=settings,
+        agents_via_cloudfront=args.agents_via == "cloudfront",
+        fleet_rate=args.fleet_rate,
+    )
     print(
         f"  per lifecycle: auth_requests={fmt(f.auth_requests)} all_requests={fmt(f.requests + f.auth_requests)} "
-        f"lambda_invocations={fmt(f.invocations)} lambda_gb_s={fmt(f.gb_s)} http_api_requests={fmt(f.http)} "
-        f"log_bytes={f.log_bytes:.0f} (moto run: {args.n / elapsed:.1f} lifecycles/s)"
+        f"lambda_invocations={fmt(sum(f.invocations.values()))} "
+        f"authorizer_invocations={fmt(f.invocations.get('authorizer', 0.0))} "
+        f"(cache hits {fmt(run.auth_cache_hits / args.n)}) lambda_gb_s={fmt(f.gb_s)} "
+        f"http_api_requests={fmt(f.http)} cloudfront_requests={fmt(f.cloudfront)} "
+        f"bytes_out={f.bytes_out_api + f.bytes_out_cloudfront:.0f} log_bytes={f.log_bytes:.0f} "
+        f"access_log_bytes={f.access_log_bytes:.0f} xray_traces={fmt(f.traces)} "
+        f"(moto run: {args.n / elapsed:.1f} lifecycles/s)"
     )
     k = 1000
+    items = f.items(settings)
+    print("  per 1,000 lifecycles (usd): " + " ".join(f"{name}={v * k:.4f}" for name, v in items.items()))
+    control = {"dynamodb_writes", "dynamodb_reads", "lambda_requests", "lambda_duration", "http_api"}
     print(
-        f"  per 1,000 lifecycles (usd): dynamodb={f.dynamodb_usd * k:.4f} lambda={f.lambda_usd * k:.4f} "
-        f"http_api={f.http_usd * k:.4f}; not in the figure below: cloudfront+logs+xray={f.other_usd * k:.4f} "
-        f"(all in: {(f.usd + f.other_usd) * k:.4f})"
+        f"  of which dynamodb+lambda+http_api={sum(v for n_, v in items.items() if n_ in control) * k:.4f} "
+        f"cloudfront+data_out+logs+xray={sum(v for n_, v in items.items() if n_ not in control) * k:.4f}"
     )
     print(
         f"requests_per_lifecycle={fmt(f.requests)} wru_per_lifecycle={fmt(f.wru)} rru_per_lifecycle={fmt(f.rru)}"
     )
-    print(f"cost_per_1000_lifecycles_usd={f.usd * k:.4f}")
+    lifecycle_usd = sum(items.values())
+    if args.verification:
+        walls = verifier_wall_s(args.verify_runs, args.check_seconds)
+        wall = statistics.median(walls)
+        print(
+            f"  verification: cpu={settings.verifier_cpu} memory_mb={settings.verifier_memory_mb} "
+            f"verifier_wall_s={wall:.2f} (runs {' '.join(f'{w:.2f}' for w in walls)}, "
+            f"checks {args.check_seconds:g} s) container_start_s={args.container_start_s:g} (estimate) "
+            f"billed_s={max(BILLING_MINIMUM_S, math.ceil(args.container_start_s + wall)):.0f}"
+        )
+        for capacity in ("FARGATE", "FARGATE_SPOT"):
+            charges = verification_usd(settings, capacity, wall, args.container_start_s)
+            one = sum(charges.values())
+            share = lifecycle_usd / (lifecycle_usd + one)
+            print(
+                f"  {capacity} ({settings.verifier_arch[capacity]}) per 1,000 verifications (usd): "
+                + " ".join(f"{name}={v * k:.4f}" for name, v in charges.items())
+                + f" control_plane_share_of_a_verified_lifecycle={share:.3f}"
+            )
+            # Where the control plane falls under 5% of a verified lifecycle: the billed time at
+            # which a verification costs 19 times the lifecycle (the charges that grow with it).
+            per_s = sum(verification_usd(settings, capacity, 3600.0, 0.0).values()) - sum(
+                verification_usd(settings, capacity, 3599.0, 0.0).values()
+            )
+            fixed = one - per_s * max(BILLING_MINIMUM_S, math.ceil(args.container_start_s + wall))
+            print(
+                f"  {capacity}: control plane under 5% from a billed {(19 * lifecycle_usd - fixed) / per_s:.0f} s"
+            )
+            print(f"cost_per_1000_verifications_usd[{capacity}]={one * k:.4f}")
+    print(f"cost_per_1000_lifecycles_usd={lifecycle_usd * k:.4f}")
 
 
 if __name__ == "__main__":

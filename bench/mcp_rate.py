@@ -16,6 +16,11 @@ requests, for both protocol versions (2025-11-25 and 2026-07-28), in interleaved
 (median per server). Prints one line per server and version; `ratio_<version>=` and `ratio=`
 (taskgate / bare through the translation, the lower of the two versions); and last
 `ratio_direct=` (taskgate / bare served directly, the lower of the two versions).
+
+Each server line also gives the server process's CPU time per call (Linux /proc: user + system
+of the whole process, its worker threads included), and `cpu_ratio_direct_<version>=` is bare
+direct's CPU per call over taskgate's: on a machine shared with other work, calls/s move with
+whatever else runs, CPU per call much less.
 """
 
 from __future__ import annotations
@@ -150,8 +155,11 @@ class Conn:
         return result
 
 
-def measure(threads: int, seconds: float, make: Callable[[], Callable[[], int]]) -> float:
-    """Run `threads` workers for `seconds` (after a warm-up); each step returns calls made."""
+def measure(
+    threads: int, seconds: float, make: Callable[[], Callable[[], int]], pid: int | None = None
+) -> tuple[float, float]:
+    """Run `threads` workers for `seconds` (after a warm-up); each step returns calls made.
+    Calls/s, and the CPU seconds process `pid` spent per call while measuring (0 without one)."""
     counts = [0] * threads
     errors: list[BaseException] = []
     start = threading.Barrier(threads + 1)
@@ -176,16 +184,22 @@ def measure(threads: int, seconds: float, make: Callable[[], Callable[[], int]])
     start.wait()
     time.sleep(1.0)  # warm-up
     measuring.set()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_s(pid) if pid else 0.0
     time.sleep(seconds)
     measuring.clear()
-    elapsed = time.perf_counter() - t0
+    elapsed, used = time.perf_counter() - t0, (cpu_s(pid) - c0) if pid else 0.0
     stop.set()
     for t in pool:
         t.join()
     if errors:
         raise RuntimeError(f"a client failed: {errors[0]}")
-    return sum(counts) / elapsed
+    return sum(counts) / elapsed, used / max(1, sum(counts))
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system) the process has used so far, seconds (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_up(port: int, path: str = "/mcp") -> None:
@@ -269,6 +283,7 @@ def main() -> None:
             seed_tasks(Path(tmp) / "taskgate.db", "bench", max(6000, int(needed)))
 
             results: dict[tuple[str, str], list[float]] = {}
+            cpu_per_call: dict[tuple[str, str], list[float]] = {}
             for version in (LEGACY, MODERN):
                 pool = KeyPool(keys)
 
@@ -295,26 +310,32 @@ def main() -> None:
                     return factory
 
                 # Interleaved rounds, medians: the machine's noise hits both servers alike.
-                makers: list[tuple[str, Callable[[], Callable[[], int]]]] = [
-                    ("bare-direct", echo_worker(direct_port)),
-                    ("bare", echo_worker(bare_port)),
-                    ("taskgate", taskgate_worker),
+                makers: list[tuple[str, Callable[[], Callable[[], int]], int]] = [
+                    ("bare-direct", echo_worker(direct_port), procs[2].pid),
+                    ("bare", echo_worker(bare_port), procs[1].pid),
+                    ("taskgate", taskgate_worker, procs[0].pid),
                 ]
                 for _ in range(args.rounds):
-                    for server, make in makers:
+                    for server, make, pid in makers:
                         pool.reset()
-                        rate = measure(args.threads, args.seconds, make)
+                        rate, cpu = measure(args.threads, args.seconds, make, pid)
                         results.setdefault((server, version), []).append(rate)
+                        cpu_per_call.setdefault((server, version), []).append(cpu)
             med = {k: statistics.median(v) for k, v in results.items()}
             for (server, version), rate in med.items():
                 rounds = " ".join(f"{r:.0f}" for r in results[(server, version)])
+                cpu_us = statistics.median(cpu_per_call[(server, version)]) * 1e6
                 print(
-                    f"server={server} version={version} threads={args.threads} calls_per_s={rate:.1f} rounds=[{rounds}]"
+                    f"server={server} version={version} threads={args.threads} calls_per_s={rate:.1f} "
+                    f"rounds=[{rounds}] cpu_us_per_call={cpu_us:.0f}"
                 )
             ratios = {v: med[("taskgate", v)] / med[("bare", v)] for v in (LEGACY, MODERN)}
             for v, r in ratios.items():
                 print(f"ratio_{v}={r:.2f}")
             print(f"ratio={min(ratios.values()):.2f}")
+            for v in (LEGACY, MODERN):
+                cpu = {k: statistics.median(cpu_per_call[(k, v)]) for k in ("taskgate", "bare-direct")}
+                print(f"cpu_ratio_direct_{v}={cpu['bare-direct'] / cpu['taskgate']:.2f}")
             direct = {v: med[("taskgate", v)] / med[("bare-direct", v)] for v in (LEGACY, MODERN)}
             for v, r in direct.items():
                 print(f"ratio_direct_{v}={r:.2f}")

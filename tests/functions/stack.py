@@ -46,7 +46,7 @@ def resource(name: str) -> dict[str, Any]:
 
 
 # The test stack stands for a deployment given its own subnets and security group.
-CONDITIONS = {"OwnNetwork": False}
+CONDITIONS = {"OwnNetwork": False, "SpotVerifier": False}
 
 
 def resolve(node: Any, refs: dict[str, str], conditions: dict[str, bool] = CONDITIONS) -> Any:
@@ -220,8 +220,10 @@ def stream_event(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
-    """The stack on moto, with the functions' environment set as template.yaml sets it."""
+def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FARGATE") -> Iterator[Stack]:
+    """The stack on moto, with the functions' environment set as template.yaml sets it
+    (`verifier_capacity`: the VerifierCapacity parameter)."""
+    conditions = {**CONDITIONS, "SpotVerifier": verifier_capacity == "FARGATE_SPOT"}
     saved = dict(os.environ)
     with _fake_aws_env(), mock_aws():
         session = _session()
@@ -257,7 +259,10 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
                 resource("VerifierExecutionRole")["Properties"]["AssumeRolePolicyDocument"], default=str
             ),
         )["Role"]["Arn"]
-        cluster = ecs.create_cluster(clusterName=f"{table}-verifiers")["cluster"]["clusterArn"]
+        cluster = ecs.create_cluster(
+            clusterName=f"{table}-verifiers",
+            capacityProviders=resource("VerifierCluster")["Properties"]["CapacityProviders"],
+        )["cluster"]["clusterArn"]
         api_host = "abc123.execute-api.us-east-1.amazonaws.com"
         refs = {
             "AWS::StackName": table,
@@ -272,7 +277,7 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
             "VerifierLogs": f"/ecs/{table}",
             "HttpApi": api_host.split(".")[0],
         }
-        definition = _api_shape(resolve(resource("VerifierTaskDefinition")["Properties"], refs))
+        definition = _api_shape(resolve(resource("VerifierTaskDefinition")["Properties"], refs, conditions))
         for container in definition["containerDefinitions"]:
             # moto sums container-level memory to place a task and fails without it; Fargate
             # needs only the task-level value, which is what the template sets.
@@ -291,7 +296,9 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
                 "VerifierSubnets": [subnet],  # type: ignore[dict-item]
                 "VerifierSecurityGroup": group,
                 "VerifierAssignPublicIp": "ENABLED",
+                "VerifierCapacity": verifier_capacity,
             },
+            conditions,
         )
         env.update(
             {

@@ -89,7 +89,6 @@ def test_a_submission_starts_exactly_one_verifier_even_when_its_record_comes_aga
     assert _commands(cloud) == [["verify", "--task", tid]]
     started = _started(cloud)[0]
     assert started["taskDefinitionArn"] == cloud.task_definition
-    assert started["launchType"] == "FARGATE"
     assert started["startedBy"] == "taskgate-dispatcher"
 
     # A retried batch, the same record twice in one batch, on the same warm container.
@@ -264,6 +263,10 @@ def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> N
     pk, sk = records.dispatch_key(tid, 1, int(delivered[0]["dynamodb"]["NewImage"]["V"]["N"]))
     assert params["clientToken"] == dispatcher.launcher().token(f"{pk}|{sk}")
     assert len(params["clientToken"]) <= 64
+    # On-demand Fargate unless the stack says Spot (VerifierCapacity), as a strategy: ECS takes
+    # a capacity provider strategy or a launch type, never both.
+    assert params["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE", "weight": 1}]
+    assert "launchType" not in params
     assert params["networkConfiguration"]["awsvpcConfiguration"] == {
         "subnets": [cloud.subnet],
         "securityGroups": [cloud.security_group],
@@ -278,6 +281,7 @@ def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stac
     [container] = definition["containerDefinitions"]
     assert container["name"] == dispatcher.launcher().container
     assert container["entryPoint"] == ["taskgate"]
+    assert definition["runtimePlatform"]["cpuArchitecture"] == "ARM64"  # on-demand: Graviton
     # Root only at the start: `taskgate verify` switches to the image's two users itself
     # (verifier_container/Dockerfile), keeping CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL.
     assert container["user"] == "0"
@@ -299,3 +303,30 @@ def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stac
 
     value = json.loads(resource("VerifierSecret")["Properties"]["SecretString"])
     assert set(value) == {"verifier_key", "reviewer_key", "git_token"}
+
+
+def test_a_spot_stack_starts_its_verifiers_on_fargate_spot_on_x86() -> None:
+    """VerifierCapacity=FARGATE_SPOT reaches RunTask as the capacity provider, and the task
+    definition runs on X86_64 (Fargate Spot has no ARM64 capacity)."""
+    with stack(verifier_capacity="FARGATE_SPOT") as cloud:
+        _project(cloud, "shop", verification_on=True)
+        tid = _submit(cloud, _agent(cloud), "shop")
+        delivered = cloud.delivered(cloud.new_records())
+        sent: list[dict[str, Any]] = []
+        ecs = dispatcher.launcher().client
+
+        def record_params(params: dict[str, Any], **_: Any) -> None:
+            sent.append(dict(params))
+
+        ecs.meta.events.register("provide-client-params.ecs.RunTask", record_params)
+        try:
+            assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
+        finally:
+            ecs.meta.events.unregister("provide-client-params.ecs.RunTask", record_params)
+        [params] = sent
+        assert params["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE_SPOT", "weight": 1}]
+        assert _commands(cloud) == [["verify", "--task", tid]]
+        definition = cloud.ecs.describe_task_definition(taskDefinition=cloud.task_definition)[
+            "taskDefinition"
+        ]
+        assert definition["runtimePlatform"]["cpuArchitecture"] == "X86_64"

@@ -108,6 +108,18 @@ def test_the_authorizer_accepts_live_keys_and_refuses_the_rest_without_printing_
     accepted = [line for line in logs if line.get("message") == "key accepted"]
     assert len(accepted) == 2 and {line["principal"] for line in accepted} == {"agent:builder"}
     assert accepted[0]["correlation_id"] == ok["requestContext"]["requestId"]
+    # Each line names its request, not what its log group and Lambda's metrics already say
+    # (ingestion is billed per byte: bench/cost.py).
+    for line in accepted:
+        assert line["function_request_id"] and line["level"] == "INFO", line
+        assert not {
+            "function_arn",
+            "function_name",
+            "function_memory_size",
+            "cold_start",
+            "location",
+            "service",
+        } & set(line), line
     refused = [line for line in logs if line.get("message") == "key refused"]
     assert len(refused) == 4 and all("principal" not in line for line in refused)
     assert cloud.output.metrics()[("Refusals", (("code", "E_UNAUTHORIZED"),))] == 4

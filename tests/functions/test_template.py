@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,42 @@ import snapshot_restore_py as hooks
 print(json.dumps({"mcp": "mcp.server" in sys.modules,
                   "snapstart": bool(hooks.get_before_snapshot() or hooks.get_after_restore())}))
 """
+
+
+# What the stack records about each request, and for how long: docs/deploy.md's parameter table
+# states these defaults, its cost section prices them (bench/cost.py reads the template).
+OBSERVABILITY = ("LogLevel", "PlatformLogLevel", "LogRetentionDays", "TracingMode", "AgentKeyCacheSeconds")
+
+
+def _documented_defaults() -> dict[str, str]:
+    """`| `Name` | default | meaning |` rows of docs/deploy.md's parameter table."""
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", (ROOT / "docs" / "deploy.md").read_text(), re.M)
+    return {name: default.strip() for name, default in rows}
+
+
+def test_logging_tracing_and_retention_are_what_the_docs_say() -> None:
+    tpl = _template()
+    params, resources = tpl["Parameters"], tpl["Resources"]
+    documented = _documented_defaults()
+    for name in OBSERVABILITY:
+        assert documented.get(name) == str(params[name]["Default"]), name
+    # Every function logs at those levels into its own group, kept that long; the stage's
+    # access log too; every function traces in that mode.
+    assert tpl["Globals"]["Function"]["Tracing"] == {"Ref": "TracingMode"}
+    functions = [r for r in resources.values() if r["Type"] == "AWS::Serverless::Function"]
+    for fn in functions:
+        config = fn["Properties"]["LoggingConfig"]
+        assert config["LogFormat"] == "JSON"
+        assert config["ApplicationLogLevel"] == {"Ref": "LogLevel"}
+        assert config["SystemLogLevel"] == {"Ref": "PlatformLogLevel"}
+        assert "Tracing" not in fn["Properties"]  # none overrides the global mode
+    groups = {k: r for k, r in resources.items() if r["Type"] == "AWS::Logs::LogGroup"}
+    assert len(groups) >= len(functions) + 1
+    for name, group in groups.items():
+        assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
+    authorizer = resources["AgentKeyAuthorizer"]["Properties"]
+    assert authorizer["AuthorizerResultTtlInSeconds"] == {"Ref": "AgentKeyCacheSeconds"}
+    assert authorizer["IdentitySource"] == ["$request.header.Authorization"]  # cached per key
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS.values()))

@@ -12,6 +12,9 @@ registers revisions, gets the task definition and the container name):
   TASKGATE_ECS_SUBNETS          comma-separated subnet ids
   TASKGATE_ECS_SECURITY_GROUPS  comma-separated security group ids
   TASKGATE_ECS_PUBLIC_IP        ENABLED (public subnets, no NAT) or DISABLED
+  TASKGATE_ECS_CAPACITY_PROVIDER  FARGATE (default) or FARGATE_SPOT: the capacity provider the
+                                task runs on (a Spot task stopped by AWS ends its run as an error,
+                                which the rules retry like any other)
 
 The container's entry point is `taskgate`; the command chooses what it verifies. Its keys and
 the git token reach it from Secrets Manager through the task definition, never from here.
@@ -87,6 +90,7 @@ class EcsLauncher:
     subnets: tuple[str, ...]
     security_groups: tuple[str, ...]
     public_ip: str = "ENABLED"
+    capacity_provider: str = "FARGATE"
 
     @classmethod
     def from_env(cls, client: Any | None = None) -> EcsLauncher:
@@ -103,6 +107,7 @@ class EcsLauncher:
             subnets=tuple(_csv(env["TASKGATE_ECS_SUBNETS"])),
             security_groups=tuple(_csv(env.get("TASKGATE_ECS_SECURITY_GROUPS", ""))),
             public_ip=env.get("TASKGATE_ECS_PUBLIC_IP", "ENABLED"),
+            capacity_provider=env.get("TASKGATE_ECS_CAPACITY_PROVIDER") or "FARGATE",
         )
 
     def token(self, dispatch_id: str) -> str:
@@ -127,7 +132,9 @@ class EcsLauncher:
         response = self.client.run_task(
             cluster=self.cluster,
             taskDefinition=task_definition or self.task_definition,
-            launchType="FARGATE",
+            # A capacity provider strategy, not launchType (ECS takes one or the other), so a
+            # stack can put its verifiers on Fargate Spot.
+            capacityProviderStrategy=[{"capacityProvider": self.capacity_provider, "weight": 1}],
             count=1,
             startedBy=STARTED_BY,
             clientToken=self.token(start_id),

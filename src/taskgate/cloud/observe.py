@@ -47,6 +47,17 @@ Handler = Callable[[dict[str, Any], Any], Any]
 Keys = Callable[[Mapping[str, Any]], Mapping[str, str | None]]
 
 _ANNOTATED = ("principal", "task_id", "tool")  # searchable in X-Ray; the rest is log context only
+# Keys Powertools puts on every line that say nothing the line's log group (one per function)
+# and Lambda's own metrics do not: ingestion is billed per byte (bench/cost.py). The request
+# id, the correlation id and the request's own keys stay.
+_SAID_ELSEWHERE = (
+    "location",
+    "service",
+    "cold_start",
+    "function_name",
+    "function_memory_size",
+    "function_arn",
+)
 
 
 def _emit(metric: Metric, value: int, dimensions: tuple[tuple[str, str], ...]) -> None:
@@ -103,6 +114,7 @@ def instrument(
 
     @functools.wraps(handler)
     def with_keys(event: dict[str, Any], context: Any) -> Any:
+        logger.remove_keys(_SAID_ELSEWHERE)  # after inject_lambda_context put them back
         if keys is not None:
             bind(**keys(event))
         response = handler(event, context)
