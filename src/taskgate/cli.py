@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from taskgate import __version__, presence
+from taskgate import cli_authoring as authoring
 from taskgate.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, Client, resolve_token
 
 Out = Callable[[Any, str], None]
@@ -27,6 +28,18 @@ def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
         print(json.dumps(payload, indent=None, sort_keys=True))
     else:
         print(text)
+
+
+def _authored(
+    cmd: Callable[[argparse.Namespace, Client], tuple[Any, str]],
+) -> Callable[[argparse.Namespace], None]:
+    """A cli_authoring command (args, client) -> (payload, text), as a CLI command."""
+
+    def run(args: argparse.Namespace) -> None:
+        payload, text = cmd(args, _client(args))
+        _emit(args, payload, text)
+
+    return run
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -154,19 +167,6 @@ def cmd_task_list(args: argparse.Namespace) -> None:
 def cmd_verification(args: argparse.Namespace) -> None:
     out = _client(args).call("PUT", f"/api/projects/{args.project}/verification", {"on": args.state == "on"})
     _emit(args, out, f"verification is {'on' if out['on'] else 'off'} for {args.project}")
-
-
-def cmd_task_show(args: argparse.Namespace) -> None:
-    out = _client(args).call("GET", f"/api/tasks/{args.id}")
-    t = out["task"]
-    lines = [
-        f"{t['id']}\t{t['status']}\t{t['title']}",
-        *[
-            f"  {e['at']}  {e['action']}  {e.get('from_status') or ''} -> {e.get('to_status') or ''}  {e['actor']}"
-            for e in out.get("history", [])
-        ],
-    ]
-    _emit(args, out, "\n".join(lines))
 
 
 def cmd_verifier_config(args: argparse.Namespace) -> None:
@@ -447,9 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
     tl.add_argument("--status", default=None)
     tl.set_defaults(func=cmd_task_list)
 
-    ts = task.add_parser("show", parents=[common], help="a task with its history")
+    ts = task.add_parser(
+        "show", parents=[common], help="a task: criteria with evidence, attempts, findings, runs, history"
+    )
     ts.add_argument("id")
-    ts.set_defaults(func=cmd_task_show)
+    ts.set_defaults(func=_authored(authoring.cmd_task_show))
 
     vc = sub.add_parser(
         "verifier-config",
@@ -531,6 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--project", required=True)
     se.add_argument("--repo", required=True)
     se.set_defaults(func=cmd_spec_export)
+    authoring.register(spec, task, proj, common, _authored)
     return p
 
 
@@ -549,6 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"error {refused.code}: {refused.message}\nhint: {refused.hint}", file=sys.stderr)
         return presence.EXIT_CODE
+    except authoring.InputError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}))
+        else:
+            print(f"error {exc.code}: {exc}\nnothing was sent", file=sys.stderr)
+        return 2
     except ApiError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": exc.body, "status": exc.status}))

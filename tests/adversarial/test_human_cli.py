@@ -180,6 +180,11 @@ def _task_resolve_block(b: Bench) -> Case:
     )
 
 
+def _task_resolve_cancel(b: Bench) -> Case:
+    tid = b.task(b.project(), then="needs_human")
+    return Case(["task", "resolve", tid, "--cancel"], tid, lambda: b.status(tid), "cancelled")
+
+
 def _verification_off(b: Bench) -> Case:
     p = b.project(verification=True)
     return Case(
@@ -230,6 +235,7 @@ CASES: dict[str, Callable[[Bench], Case]] = {
     "task cancel": _task_cancel,
     "task resolve --requeue": _task_resolve_requeue,
     "task resolve --block": _task_resolve_block,
+    "task resolve --cancel": _task_resolve_cancel,
     "verification off": _verification_off,
     "verification on": _verification_on,
     "verifier-config set": _verifier_config_set,
