@@ -14,6 +14,7 @@ from typing import Any
 from taskgate import __version__, presence
 from taskgate import cli_authoring as authoring
 from taskgate.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, Client, resolve_token
+from taskgate.demo import tour as demo
 
 Out = Callable[[Any, str], None]
 
@@ -350,6 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
         "with SQLite the agent's claim/heartbeat/submit calls run on the event loop) (default %(default)s)",
     )
     s.set_defaults(func=cmd_serve)
+
+    demo.register(sub)
 
     b = sub.add_parser("board", parents=[common], help="print a one-time sign-in link for the local board")
     b.add_argument("--open", action="store_true", help="open it in the default browser")
