@@ -110,6 +110,13 @@ def cmd_key_revoke(args: argparse.Namespace) -> None:
     _emit(args, out, "\n".join([f"revoked {args.id}", *[f"warning: {w}" for w in warnings]]))
 
 
+MCP_401 = (
+    "If the client reports 'Server returned an error response' (or HTTP 401): /mcp refused the key. "
+    "It is mistyped, revoked, not an agent key, or not sent as 'Authorization: Bearer tga_...'. "
+    "`taskgate key list` shows which keys are live; a human mints a new one with `taskgate key create agent`."
+)
+
+
 def cmd_mcp_config(args: argparse.Namespace) -> None:
     url = args.server.rstrip("/") + "/mcp"
     key = args.key or "$TASKGATE_AGENT_KEY"
@@ -121,9 +128,10 @@ def cmd_mcp_config(args: argparse.Namespace) -> None:
         "# Claude Code:\n"
         f"{claude}\n\n"
         "# Any MCP client (Streamable HTTP), e.g. .mcp.json:\n"
-        f"{json.dumps(config, indent=2)}"
+        f"{json.dumps(config, indent=2)}\n\n"
+        f"# {MCP_401}"
     )
-    _emit(args, {"url": url, "claude": claude, "config": config}, text)
+    _emit(args, {"url": url, "claude": claude, "config": config, "unauthorized": MCP_401}, text)
 
 
 def cmd_board(args: argparse.Namespace) -> None:
@@ -274,6 +282,11 @@ def _scope(projects: list[str] | None) -> str:
     return f"project{'s' if len(projects) > 1 else ''} {', '.join(projects)}" if projects else "every project"
 
 
+def _project_create_action(a: argparse.Namespace) -> presence.Action:
+    a.repo = authoring.checked_repo(a.repo)  # before anyone is asked anything
+    return presence.Action(f"create project {a.name} (repo {a.repo})", a.name)
+
+
 def _key_action(a: argparse.Namespace) -> presence.Action:
     if a.kind == "agent":
         what = f"mint agent key {a.name} ({a.role}) for {_scope(a.project)}"
@@ -366,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--repo", required=True, help="path or URL of the git repository")
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_project_create)
-    human_only(c, lambda a: presence.Action(f"create project {a.name} (repo {a.repo})", a.name))
+    human_only(c, _project_create_action)
     proj.add_parser("list", parents=[common], help="list projects").set_defaults(func=cmd_project_list)
 
     key = sub.add_parser(
@@ -541,6 +554,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        # `taskgate board | head -1`: the reader left, which is no error of ours. Point stdout at
+        # /dev/null so the interpreter's last flush at exit has nothing to complain about.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline cut short
+
+
+def _hint_of(exc: ApiError, args: argparse.Namespace) -> str:
+    """What to do next: the server's hint, or ours when the server never answered or no token
+    was found to send."""
+    code = exc.body.get("code")
+    if code == "E_UNREACHABLE":
+        return (
+            f"is `taskgate serve` running at {args.server}? Start it, or point the CLI elsewhere "
+            "with --server URL or TASKGATE_SERVER."
+        )
+    if code == "E_UNAUTHORIZED" and not (getattr(args, "token", None) or os.environ.get("TASKGATE_TOKEN")):
+        where = Path(
+            getattr(args, "data_dir", None) or os.environ.get("TASKGATE_DATA_DIR") or DEFAULT_DATA_DIR
+        )
+        return (
+            f"the CLI sends TASKGATE_TOKEN, else the admin token in {where / 'admin-token'}: that file "
+            "belongs to the `taskgate serve` you reach (--data-dir, TASKGATE_DATA_DIR)"
+        )
+    return str(exc.body.get("hint") or "")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         describe: Describe | None = getattr(args, "presence", None)
@@ -566,6 +612,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"error": exc.body, "status": exc.status}))
         else:
             print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
+            hint = _hint_of(exc, args)
+            if hint:
+                print(f"hint: {hint}", file=sys.stderr)
         return 1
     return code if isinstance(code, int) else 0
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,27 @@ def criteria_body(text: str, source: str) -> list[dict[str, Any]]:
         return [c.model_dump(mode="json", exclude_none=True) for c in parse_criteria(lines)]
     except TaskgateError as exc:
         raise InputError(f"{source}: {exc.message}") from None
+
+
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/@:]+@[^/:]+:)")  # scheme://... or user@host:path
+
+
+def checked_repo(repo: str) -> str:
+    """`project create --repo`: a URL as given; a local path must be a git repository, and is
+    sent as an absolute path (the verifier fetches from it, wherever it runs from)."""
+    if _URL.match(repo):
+        return repo
+    path = Path(repo).expanduser().resolve()
+    if not path.is_dir():
+        raise InputError(f"--repo {repo}: no such directory (give a git repository's path or its URL)")
+    done = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--git-dir"], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise InputError(
+            f"--repo {repo}: {path} is not a git repository (run `git init` there, or give the repository's URL)"
+        )
+    return str(path)
 
 
 # -- commands ----------------------------------------------------------------------------------

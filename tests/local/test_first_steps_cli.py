@@ -217,3 +217,76 @@ def test_render_then_parse_keeps_everything_a_spec_asks() -> None:
 def test_a_criterion_line_that_is_not_one_names_its_line() -> None:
     with pytest.raises(TaskgateError, match="line 4"):
         parse_spec_markdown("# T\n\n## Acceptance criteria\nsome prose\n")
+
+
+# -- friendlier refusals (issue 18, item 3) ------------------------------------------------------
+
+
+def test_project_create_wants_a_git_repository_or_a_url(server: Server, tmp_path: Path) -> None:
+    import subprocess
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    before = rest(server, "/api/projects")["items"]
+    for repo, says in (
+        (str(plain), "is not a git repository"),
+        (str(tmp_path / "nope"), "no such directory"),
+    ):
+        done = server.script("project", "create", "nogit", "--repo", repo)
+        assert done.returncode == 2 and says in done.stderr, (done.stdout, done.stderr)
+    assert rest(server, "/api/projects")["items"] == before
+    subprocess.run(["git", "init", "--quiet", str(plain)], check=True)
+    made = server.script(
+        "project", "create", "withgit", "--repo", str(plain / "." / ".." / "plain"), "--json"
+    )
+    assert made.returncode == 0, made.stderr
+    assert rest(server, "/api/projects/withgit")["repo"] == str(plain.resolve())  # absolute
+    for name, url in (("byurl", "https://example.com/x.git"), ("byssh", "git@example.com:me/x.git")):
+        assert server.script("project", "create", name, "--repo", url).returncode == 0
+        assert rest(server, f"/api/projects/{name}")["repo"] == url
+
+
+def test_piped_output_cut_short_prints_no_broken_pipe(server: Server) -> None:
+    import os
+    import subprocess
+
+    from tests.support.server import TASKGATE
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: every write fails with EPIPE
+    try:
+        done = subprocess.run(
+            [TASKGATE, "board", "--data-dir", str(server.data_dir), "--server", server.url],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 141
+
+
+def test_a_refusal_says_what_to_do_next(server: Server) -> None:
+    down = server.cli("task", "list", "app", "--server", "http://127.0.0.1:9")
+    assert down.returncode == 1 and "E_UNREACHABLE" in down.stderr and "taskgate serve" in down.stderr
+    import os
+    import subprocess
+
+    from tests.support.server import TASKGATE
+
+    elsewhere = str(server.data_dir / "elsewhere")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    no_token = subprocess.run(
+        [TASKGATE, "task", "list", "app", "--server", server.url, "--data-dir", elsewhere],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert no_token.returncode == 1 and "E_UNAUTHORIZED" in no_token.stderr
+    assert str(server.data_dir / "elsewhere" / "admin-token") in no_token.stderr
+    missing = server.cli("task", "show", "app-999")
+    assert missing.returncode == 1 and "E_NOT_FOUND" in missing.stderr and "hint:" in missing.stderr
+    config = ok(server, "mcp-config")
+    assert "401" in config["unauthorized"] and "Server returned an error response" in config["unauthorized"]
