@@ -85,6 +85,9 @@ def cmd_key_create(args: argparse.Namespace) -> None:
     else:
         body["verifier_kind"] = args.verifier_kind
     out = _client(args).call("POST", "/api/keys", body)
+    if args.key_only:  # for `export VAR=$(taskgate key create ...)`: the confirmation is on the terminal
+        print(out["key"])
+        return
     cred = out["credential"]
     text = (
         f"created {cred['kind']} key {cred['id']} for {cred['name']}\n"
@@ -259,6 +262,7 @@ YES_HELP = (
     "for a script of your own: do not ask. Counts only with a token given explicitly (--token or "
     "TASKGATE_TOKEN), never with the admin token read from the data dir"
 )
+KEY_ONLY = "print only the key, e.g. for `export TASKGATE_VERIFIER_KEY=$(taskgate key create ...)`"
 RESOLUTIONS = {
     "requeue": "requeue: back to ready for another attempt",
     "block": "block it on {blocked_by}: ready again once that is done",
@@ -393,12 +397,14 @@ def build_parser() -> argparse.ArgumentParser:
     ka.add_argument("--role", choices=["executor", "architect"], default="executor")
     ka.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
     ka.add_argument("--delegate", action="append", help="human:<name> this key may act for (repeatable)")
+    ka.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     ka.set_defaults(func=cmd_key_create)
     human_only(ka, _key_action)
     kv = kc.add_parser("verifier", parents=[common], help=f"a verifier key ({PERSON})")
     kv.add_argument("name", nargs="?", default="verifier")
     kv.add_argument("--kind", dest="verifier_kind", choices=["local", "reviewer"], required=True)
     kv.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
+    kv.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     kv.set_defaults(func=cmd_key_create)
     human_only(kv, _key_action)
     key.add_parser("list", parents=[common], help="list keys").set_defaults(func=cmd_key_list)
