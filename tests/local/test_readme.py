@@ -192,9 +192,27 @@ def test_the_readme_walks_the_loop_from_a_fresh_server(where: Path) -> None:
         }
         accepted = [e for e in detail["history"] if e["action"].startswith("accept")]
         assert accepted and accepted[-1]["actor"].startswith("human:")
-        assert "AC-1.1 (test) digits are kept" in done.stdout  # task show, as the README ran it
+        # task show, as the README ran it: criteria with the run's evidence, attempts, runs
+        shown = done.stdout[done.stdout.index("my-app-1  verified") :]
+        assert "AC-1.1 (test) digits are kept" in shown and "1 test passed" in shown
+        assert "attempts:" in shown and "verification runs:" in shown
         assert not rest("/api/projects/my-app")["verification_on"]  # the Security model's script
         keys = {k["name"] for k in rest("/api/keys")["items"]}
         assert {"alice", "archie", "ci"} <= keys
     finally:
         server.stop()
+
+
+REPO_PATH = re.compile(
+    r"(?:\]\(|`)((?:docs|scripts|src|tests|bench|web|functions|verifier_container)/[\w./-]+)[)`]"
+)
+
+
+def test_the_readme_names_only_files_a_clone_has() -> None:
+    text = README.read_text()
+    root = README.parent
+    named = set(REPO_PATH.findall(text))
+    assert "docs/deploy.md" in named  # the pattern finds what it should
+    missing = sorted(p for p in named if not (root / p).exists())
+    assert not missing, missing
+    assert "../" not in text and "seed 000" not in text.lower()

@@ -98,18 +98,20 @@ class Tour:
 
     def checks_python(self) -> str:
         """A Python with pytest that the verifier's checks can run. This one, if it has pytest
-        (taskgate's dev extras) and the check user can run it (started as root, the verifier runs
-        checks as an unprivileged user, who may not reach a Python under root's home). Else a
-        venv of the demo's own: on a system Python of the same version, seeing this
-        environment's pytest; failing that, with pytest installed into it by pip."""
+        (taskgate's dev extras) and the check user can run it: started as root, the verifier
+        runs checks as an unprivileged user, who may not reach a Python under root's home. Else
+        a venv of the demo's own, on a Python of the same version the check user can run,
+        seeing pytest through a .pth: this environment's pytest, or one pip installs into the
+        demo's directory."""
         if _runs(sys.executable, "import pytest"):
             return sys.executable
+        site = _site_of("pytest") or self._install_pytest()
         venv = self.root / "venv"
         python = venv / "bin" / "python"
-        site = _site_of("pytest")
         version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        for base in (Path("/usr/bin") / version, Path("/usr/local/bin") / version):
-            if site is None or not base.exists() or not _runs(str(base), "pass"):
+        bases = [Path(sys.executable), Path("/usr/bin") / version, Path("/usr/local/bin") / version]
+        for base in bases:
+            if not base.exists() or not _runs(str(base), "pass"):
                 continue
             subprocess.run(
                 [str(base), "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True
@@ -117,21 +119,41 @@ class Tour:
             [packages] = (venv / "lib").glob("python3.*/site-packages")
             (packages / "_taskgate_demo.pth").write_text(f"{site}\n")
             if _runs(str(python), "import pytest"):
-                self.step("demo", f"the checks run pytest from {site} on {base} (a venv in {venv})")
+                self.step("demo", f"the checks run pytest from {site} (a venv on {base} in {venv})")
                 return str(python)
             shutil.rmtree(venv)
-        self.step("demo", f"installing pytest into {venv} for the checks (once per demo)")
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-        done = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "pytest"], capture_output=True, text=True, env=_env()
+        raise DemoError(
+            f"no {version} that the verifier's check user can run with pytest (tried {', '.join(map(str, bases))}); "
+            "install pytest where that user can run it and run the demo again"
         )
-        if done.returncode != 0 or not _runs(str(python), "import pytest"):
+
+    def _install_pytest(self) -> str:
+        target = self.root / "pytest-lib"
+        self.step("demo", f"pytest is not installed here: installing it into {target} for the checks")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--target",
+                str(target),
+                "pytest",
+            ],
+            capture_output=True,
+            text=True,
+            env=_env(),
+        )
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
             raise DemoError(
-                f"no Python with pytest that the checks can run, and pip could not install pytest into "
-                f"{venv}: {done.stderr.strip()[-500:]}\nInstall pytest (`pip install pytest`) and run the "
-                "demo again."
+                "pip could not install pytest for the demo's checks: "
+                + ("; ".join(errors) or done.stderr.strip()[-500:])
+                + "\nInstall pytest (`pip install pytest`) and run the demo again."
             )
-        return str(python)
+        return str(target)
 
     def serve(self) -> None:
         data, port = self.root / "data", _free_port()
