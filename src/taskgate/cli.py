@@ -1,4 +1,4 @@
-"""The `taskgate` command. Everything but `serve` talks to the REST API (local or cloud)."""
+"""The `taskgate` command. Everything but `serve` and `demo` (which runs its own serve) talks to the REST API (local or cloud)."""
 
 from __future__ import annotations
 
