@@ -92,3 +92,12 @@ def test_the_demo_verifies_one_task_fails_the_other_then_the_fix_passes(where: P
     assert cleaned.returncode == 0, cleaned.stderr
     assert not root.exists()
     assert not alive(pid)
+
+
+def test_clean_removes_only_a_directory_the_demo_made(where: Path) -> None:
+    mine = where / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    done = demo("--dir", str(mine), "--clean")
+    assert done.returncode == 1 and "not made by `taskgate demo`" in done.stderr
+    assert (mine / "notes.txt").read_text() == "keep me"

@@ -40,6 +40,7 @@ from taskgate.demo import material as m
 
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "taskgate-demo"
 PID_FILE = "serve.pid"
+MARKER = ".taskgate-demo"  # written first: --clean removes only a directory that holds it
 URL_FILE = "server-url"
 AGENT = "demo-agent"
 
@@ -424,6 +425,7 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
             f"{root} exists (a kept demo?): `taskgate demo --clean{_dir_arg(root)}` stops it and removes it"
         )
     root.mkdir(parents=True)
+    (root / MARKER).write_text("made by `taskgate demo`; `taskgate demo --clean` removes this directory\n")
     # Started as root, the verifier runs checks (and the reviewer script) as an unprivileged
     # user: the directory must be reachable by it. The server's data dir inside stays 0700.
     root.chmod(0o755)
@@ -516,6 +518,8 @@ def clean(root: Path) -> int:
     if not root.exists():
         print(f"no demo at {root}: nothing to remove")
         return 0
+    if not (root / MARKER).is_file():
+        raise DemoError(f"{root} was not made by `taskgate demo` (no {MARKER} in it): nothing was removed")
     pid_file = root / PID_FILE
     if pid_file.is_file():
         pid = int(pid_file.read_text().strip() or 0)
