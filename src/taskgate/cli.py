@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--open", action="store_true", help="open it in the default browser")
     b.set_defaults(func=cmd_board)
 
-    proj = sub.add_parser("project", help=f"projects (create {PERSON})").add_subparsers(
+    proj = sub.add_parser("project", help=f"projects: create ({PERSON}), list, defaults").add_subparsers(
         dest="sub", required=True
     )
     c = proj.add_parser("create", parents=[common], help=f"create a project ({PERSON})")
@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_mcp_config)
 
     task = sub.add_parser(
-        "task", help=f"tasks: list, show; accept, reopen, cancel, resolve (each {PERSON})"
+        "task", help=f"tasks: create, list, show; accept, reopen, cancel, resolve (each {PERSON})"
     ).add_subparsers(dest="sub", required=True)
     ta = task.add_parser("accept", parents=[common], help=f"accept submitted or verified work ({PERSON})")
     ta.add_argument("id")
@@ -544,7 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
         v, lambda a: presence.Action(f"switch verification {a.state} for project {a.project}", a.project)
     )
 
-    spec = sub.add_parser("spec", help=f"specs (approve {PERSON})").add_subparsers(dest="sub", required=True)
+    spec = sub.add_parser("spec", help=f"specs: create, export; approve ({PERSON})").add_subparsers(
+        dest="sub", required=True
+    )
     sa = spec.add_parser("approve", parents=[common], help=f"approve a draft spec ({PERSON})")
     sa.add_argument("spec")
     sa.add_argument("--project", required=True)

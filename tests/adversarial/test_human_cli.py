@@ -118,7 +118,7 @@ class Case:
 def _project_create(b: Bench) -> Case:
     name = b.fresh("new")
     return Case(
-        ["project", "create", name, "--repo", str(b.tmp)],
+        ["project", "create", name, "--repo", f"https://example.com/{name}.git"],
         name,
         lambda: b.get(f"/api/projects/{name}")[0],
         200,

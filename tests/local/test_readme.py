@@ -216,3 +216,14 @@ def test_the_readme_names_only_files_a_clone_has() -> None:
     missing = sorted(p for p in named if not (root / p).exists())
     assert not missing, missing
     assert "../" not in text and "seed 000" not in text.lower()
+
+
+def test_the_first_screen_sets_up_with_two_commands() -> None:
+    first = next(m for m in FENCE.finditer(README.read_text()) if m.group("lang") == "bash")
+    commands = [
+        line for line in first.group("body").splitlines() if line.strip() and not line.startswith("#")
+    ]
+    assert commands == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/taskgate serve",
+        "bash scripts/test.sh",
+    ]
