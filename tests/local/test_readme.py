@@ -11,6 +11,7 @@ README says an agent does, between the two phases. What each phase did is read b
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -227,3 +228,25 @@ def test_the_first_screen_sets_up_with_two_commands() -> None:
         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/taskgate serve",
         "bash scripts/test.sh",
     ]
+
+
+def test_the_readmes_json_parses_and_its_verifier_config_is_valid() -> None:
+    from taskgate.domain.verifier_config import VerifierConfig
+
+    docs: list[Any] = []
+    for m in FENCE.finditer(README.read_text()):
+        if m.group("lang") != "json":
+            continue
+        text, at = m.group("body"), 0
+        decoder = json.JSONDecoder()
+        while text[at:].strip():  # a block may hold several objects, one after another
+            at += len(text[at:]) - len(text[at:].lstrip())
+            doc, end = decoder.raw_decode(text, at)
+            docs.append(doc)
+            at = end
+    configs = [d for d in docs if isinstance(d, dict) and "checks" in d]
+    assert configs, "the README shows a verifier config"
+    for c in configs:
+        VerifierConfig.model_validate(c)
+    tools = {d["tool"] for d in docs if isinstance(d, dict) and "tool" in d}
+    assert tools == {"create_spec", "create_task"}
