@@ -78,7 +78,8 @@ def criteria_body(text: str, source: str) -> list[dict[str, Any]]:
         raise InputError(f"{source}: {exc.message}") from None
 
 
-_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/@:]+@[^/:]+:)")  # scheme://... or user@host:path
+# scheme://..., user@host:path, or host.name:path (git's scp-like syntax)
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/@:]+@[^/:]+:|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:)")
 
 
 def checked_repo(repo: str) -> str:
@@ -152,7 +153,7 @@ def cmd_project_defaults(args: argparse.Namespace, client: Client) -> tuple[Any,
     return p, "\n".join(lines)
 
 
-def _evidence_line(cid: str, ev: dict[str, Any]) -> str:
+def _evidence_line(ev: dict[str, Any]) -> str:
     detail = (ev.get("detail") or ev.get("rationale") or "").strip().splitlines()
     return f"      {ev.get('result', '?'):9} {detail[0][:160] if detail else ''}".rstrip()
 
@@ -183,7 +184,7 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
         ref = f"  `{c['verify_ref']}`" if c.get("verify_ref") else ""
         out.append(f"  {c['id']} ({c['kind']}) {c['text']}{ref}")
         if c["id"] in evidence:
-            out.append(_evidence_line(c["id"], evidence[c["id"]]))
+            out.append(_evidence_line(evidence[c["id"]]))
     if t.get("attempts"):
         out.append("attempts:")
         for a in t["attempts"]:

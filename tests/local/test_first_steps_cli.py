@@ -241,7 +241,11 @@ def test_project_create_wants_a_git_repository_or_a_url(server: Server, tmp_path
     )
     assert made.returncode == 0, made.stderr
     assert rest(server, "/api/projects/withgit")["repo"] == str(plain.resolve())  # absolute
-    for name, url in (("byurl", "https://example.com/x.git"), ("byssh", "git@example.com:me/x.git")):
+    for name, url in (
+        ("byurl", "https://example.com/x.git"),
+        ("byssh", "git@example.com:me/x.git"),
+        ("byscp", "example.com:me/x.git"),
+    ):
         assert server.script("project", "create", name, "--repo", url).returncode == 0
         assert rest(server, f"/api/projects/{name}")["repo"] == url
 
