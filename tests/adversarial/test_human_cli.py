@@ -185,6 +185,25 @@ def _task_resolve_cancel(b: Bench) -> Case:
     return Case(["task", "resolve", tid, "--cancel"], tid, lambda: b.status(tid), "cancelled")
 
 
+def _task_resolve_backlog(b: Bench) -> Case:
+    p = b.project()
+    spec = b.ok("POST", f"/api/projects/{p}/specs", {"title": "S", "criteria": [{"text": "x"}]})
+    b.ok("POST", f"/api/projects/{p}/specs/{spec['id']}/approve")
+
+    def work(ctx: Context, agent: Acting) -> str:
+        t = tasks.create(ctx, agent, p, title="work", spec_id=spec["id"]).task
+        c = claims.claim(ctx, agent, p, task_id=t.id)
+        claims.escalate(ctx, agent, t.id, c.token, question="is the spec right?")
+        return t.id
+
+    tid = b._as_agent(work)
+
+    def state() -> tuple[str, str]:
+        return b.status(tid), str(b.ok("GET", f"/api/projects/{p}/specs/{spec['id']}")["status"])
+
+    return Case(["task", "resolve", tid, "--backlog"], tid, state, ("backlog", "draft"))
+
+
 def _verification_off(b: Bench) -> Case:
     p = b.project(verification=True)
     return Case(
@@ -236,6 +255,7 @@ CASES: dict[str, Callable[[Bench], Case]] = {
     "task resolve --requeue": _task_resolve_requeue,
     "task resolve --block": _task_resolve_block,
     "task resolve --cancel": _task_resolve_cancel,
+    "task resolve --backlog": _task_resolve_backlog,
     "verification off": _verification_off,
     "verification on": _verification_on,
     "verifier-config set": _verifier_config_set,
