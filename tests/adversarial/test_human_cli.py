@@ -399,7 +399,19 @@ def test_help_says_which_commands_need_a_person_at_the_terminal() -> None:
         ("spec", "approve"),
     ]:
         assert person in helptext(*argv), argv
-    for argv in [("project", "list"), ("key", "list"), ("task", "list"), ("task", "show"), ("board",)]:
+    # what an agent key may do itself over MCP (create_spec, create_task, set_execution_defaults)
+    # and the demo, which acts only on a server of its own, ask nobody
+    for argv in [
+        ("project", "list"),
+        ("key", "list"),
+        ("task", "list"),
+        ("task", "show"),
+        ("board",),
+        ("spec", "create"),
+        ("task", "create"),
+        ("project", "defaults"),
+        ("demo",),
+    ]:
         assert person not in helptext(*argv), argv
     assert "needs_human" in helptext("task", "resolve")
     assert "accept, reopen, cancel, resolve (each asks a person at the terminal)" in top
