@@ -57,41 +57,45 @@ def alive(pid: int) -> bool:
 
 def test_the_demo_verifies_one_task_fails_the_other_then_the_fix_passes(where: Path) -> None:
     root = where / "demo"
-    done = demo("--dir", str(root), "--keep", "--json")
-    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
-    result = json.loads(done.stdout)
-    assert result["tasks"] == {"demo-1": "verified", "demo-2": "verified"}
-    verdicts = [(r["task_id"], r["verdict"], r["task_status"]) for r in result["runs"]]
-    assert verdicts == [
-        ("demo-1", "passed", "verified"),
-        ("demo-2", "failed", "ready"),
-        ("demo-2", "passed", "verified"),
-    ]
-    failed = result["runs"][1]["criteria"]
-    assert (failed["AC-1.2"]["result"], failed["AC-1.4"]["result"]) == ("fail", "fail")
-    assert result["runs"][0]["criteria"]["AC-1.3"]["result"] == "pass"  # the command criterion ran
+    try:
+        done = demo("--dir", str(root), "--keep", "--json")
+        assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+        result = json.loads(done.stdout)
+        assert result["tasks"] == {"demo-1": "verified", "demo-2": "verified"}
+        verdicts = [(r["task_id"], r["verdict"], r["task_status"]) for r in result["runs"]]
+        assert verdicts == [
+            ("demo-1", "passed", "verified"),
+            ("demo-2", "failed", "ready"),
+            ("demo-2", "passed", "verified"),
+        ]
+        failed = result["runs"][1]["criteria"]
+        assert (failed["AC-1.2"]["result"], failed["AC-1.4"]["result"]) == ("fail", "fail")
+        assert result["runs"][0]["criteria"]["AC-1.3"]["result"] == "pass"  # the command criterion ran
 
-    # The kept server answers, and holds what the demo said: the broken attempt's findings name
-    # the failing test, and the second attempt's brief carried them (a second attempt was made).
-    token = (root / "data" / "admin-token").read_text().strip()
-    pid = int((root / "serve.pid").read_text())
-    task = get(result["server"], token, "/api/tasks/demo-2")["task"]
-    assert isinstance(task, dict)
-    assert [a["ending"] for a in task["attempts"]] == ["verification_failed", None]
-    [finding] = task["findings"]
-    [test] = next(c for c in finding["criteria"] if c["id"] == "AC-1.2")["tests"]
-    assert test["name"].endswith("test_cuts_at_word_boundary")
-    assert result["sign_in"].startswith(result["server"] + "/#sign-in=")
+        # The kept server answers, and holds what the demo said: the broken attempt's findings name
+        # the failing test, and the second attempt's brief carried them (a second attempt was made).
+        token = (root / "data" / "admin-token").read_text().strip()
+        pid = int((root / "serve.pid").read_text())
+        task = get(result["server"], token, "/api/tasks/demo-2")["task"]
+        assert isinstance(task, dict)
+        assert [a["ending"] for a in task["attempts"]] == ["verification_failed", None]
+        [finding] = task["findings"]
+        [test] = next(c for c in finding["criteria"] if c["id"] == "AC-1.2")["tests"]
+        assert test["name"].endswith("test_cuts_at_word_boundary")
+        assert result["sign_in"].startswith(result["server"] + "/#sign-in=")
 
-    # A second demo into the same directory is refused and changes nothing
-    again = demo("--dir", str(root))
-    assert again.returncode == 1 and "--clean" in again.stderr
-    assert alive(pid)
+        # A second demo into the same directory is refused and changes nothing
+        again = demo("--dir", str(root))
+        assert again.returncode == 1 and "--clean" in again.stderr
+        assert alive(pid)
 
-    cleaned = demo("--dir", str(root), "--clean")
-    assert cleaned.returncode == 0, cleaned.stderr
-    assert not root.exists()
-    assert not alive(pid)
+        cleaned = demo("--dir", str(root), "--clean")
+        assert cleaned.returncode == 0, cleaned.stderr
+        assert not root.exists()
+        assert not alive(pid)
+    finally:  # a failed run must not leave the kept server behind
+        if root.exists():
+            demo("--dir", str(root), "--clean")
 
 
 def test_clean_removes_only_a_directory_the_demo_made(where: Path) -> None:
