@@ -71,6 +71,14 @@ def test_the_demo_verifies_one_task_fails_the_other_then_the_fix_passes(where: P
         failed = result["runs"][1]["criteria"]
         assert (failed["AC-1.2"]["result"], failed["AC-1.4"]["result"]) == ("fail", "fail")
         assert result["runs"][0]["criteria"]["AC-1.3"]["result"] == "pass"  # the command criterion ran
+        # the broken attempt's findings reached the agent in its next brief: the failing test by name
+        first, second, third = result["agent"]
+        assert (first["brief_findings"], second["brief_findings"]) == ([], [])
+        assert third["task_id"] == "demo-2" and third["commit_sha"] != second["commit_sha"]
+        [seen] = third["brief_findings"]
+        failed = {c["id"]: c for c in seen["criteria"]}
+        assert set(failed) == {"AC-1.2", "AC-1.4"} and seen["attempt"] == 1
+        assert failed["AC-1.2"]["tests"][0]["name"].endswith("test_cuts_at_word_boundary")
 
         # The kept server answers, and holds what the demo said: the broken attempt's findings name
         # the failing test, and the second attempt's brief carried them (a second attempt was made).

@@ -440,7 +440,7 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
         second = tour.agent_turn(keys["agent"], _work_truncate(tour, fixed=False))
         tour.verify(keys)
         tour.step("demo", f"{first['task_id']} and {second['task_id']}: {_statuses(tour)}")
-        tour.agent_turn(keys["agent"], _work_truncate(tour, fixed=True))
+        third = tour.agent_turn(keys["agent"], _work_truncate(tour, fixed=True))
         tour.verify(keys)
         statuses = tour.task_statuses()
         link = tour.sign_in_link()
@@ -456,6 +456,18 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
                 for r in tour.runs
             ],
             "sign_in": link,
+            # what the agent was given and did, turn by turn: the findings its brief carried
+            "agent": [
+                {
+                    "task_id": turn["task_id"],
+                    "commit_sha": turn["commit_sha"],
+                    "brief_findings": [
+                        {"attempt": f.get("attempt"), "criteria": f.get("criteria") or []}
+                        for f in turn["brief"].get("findings") or []
+                    ],
+                }
+                for turn in (first, second, third)
+            ],
             "kept": keep,
             "seconds": round(elapsed, 1),
         }
