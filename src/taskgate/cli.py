@@ -1,4 +1,4 @@
-"""The `taskgate` command. Everything but `serve` talks to the REST API (local or cloud)."""
+"""The `taskgate` command. Everything but `serve` and `demo` (which runs its own serve) talks to the REST API (local or cloud)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from taskgate import __version__, presence
+from taskgate import cli_authoring as authoring
 from taskgate.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, Client, resolve_token
+from taskgate.demo import tour as demo
 
 Out = Callable[[Any, str], None]
 
@@ -27,6 +29,18 @@ def _emit(args: argparse.Namespace, payload: Any, text: str) -> None:
         print(json.dumps(payload, indent=None, sort_keys=True))
     else:
         print(text)
+
+
+def _authored(
+    cmd: Callable[[argparse.Namespace, Client], tuple[Any, str]],
+) -> Callable[[argparse.Namespace], None]:
+    """A cli_authoring command (args, client) -> (payload, text), as a CLI command."""
+
+    def run(args: argparse.Namespace) -> None:
+        payload, text = cmd(args, _client(args))
+        _emit(args, payload, text)
+
+    return run
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -71,6 +85,9 @@ def cmd_key_create(args: argparse.Namespace) -> None:
     else:
         body["verifier_kind"] = args.verifier_kind
     out = _client(args).call("POST", "/api/keys", body)
+    if args.key_only:  # for `export VAR=$(taskgate key create ...)`: the confirmation is on the terminal
+        print(out["key"])
+        return
     cred = out["credential"]
     text = (
         f"created {cred['kind']} key {cred['id']} for {cred['name']}\n"
@@ -96,6 +113,13 @@ def cmd_key_revoke(args: argparse.Namespace) -> None:
     _emit(args, out, "\n".join([f"revoked {args.id}", *[f"warning: {w}" for w in warnings]]))
 
 
+MCP_401 = (
+    "If the client reports 'Server returned an error response' (or HTTP 401): /mcp refused the key. "
+    "It is mistyped, revoked, not an agent key, or not sent as 'Authorization: Bearer tga_...'. "
+    "`taskgate key list` shows which keys are live; a human mints a new one with `taskgate key create agent`."
+)
+
+
 def cmd_mcp_config(args: argparse.Namespace) -> None:
     url = args.server.rstrip("/") + "/mcp"
     key = args.key or "$TASKGATE_AGENT_KEY"
@@ -107,9 +131,10 @@ def cmd_mcp_config(args: argparse.Namespace) -> None:
         "# Claude Code:\n"
         f"{claude}\n\n"
         "# Any MCP client (Streamable HTTP), e.g. .mcp.json:\n"
-        f"{json.dumps(config, indent=2)}"
+        f"{json.dumps(config, indent=2)}\n\n"
+        f"# {MCP_401}"
     )
-    _emit(args, {"url": url, "claude": claude, "config": config}, text)
+    _emit(args, {"url": url, "claude": claude, "config": config, "unauthorized": MCP_401}, text)
 
 
 def cmd_board(args: argparse.Namespace) -> None:
@@ -154,19 +179,6 @@ def cmd_task_list(args: argparse.Namespace) -> None:
 def cmd_verification(args: argparse.Namespace) -> None:
     out = _client(args).call("PUT", f"/api/projects/{args.project}/verification", {"on": args.state == "on"})
     _emit(args, out, f"verification is {'on' if out['on'] else 'off'} for {args.project}")
-
-
-def cmd_task_show(args: argparse.Namespace) -> None:
-    out = _client(args).call("GET", f"/api/tasks/{args.id}")
-    t = out["task"]
-    lines = [
-        f"{t['id']}\t{t['status']}\t{t['title']}",
-        *[
-            f"  {e['at']}  {e['action']}  {e.get('from_status') or ''} -> {e.get('to_status') or ''}  {e['actor']}"
-            for e in out.get("history", [])
-        ],
-    ]
-    _emit(args, out, "\n".join(lines))
 
 
 def cmd_verifier_config(args: argparse.Namespace) -> None:
@@ -250,6 +262,7 @@ YES_HELP = (
     "for a script of your own: do not ask. Counts only with a token given explicitly (--token or "
     "TASKGATE_TOKEN), never with the admin token read from the data dir"
 )
+KEY_ONLY = "print only the key, e.g. for `export TASKGATE_VERIFIER_KEY=$(taskgate key create ...)`"
 RESOLUTIONS = {
     "requeue": "requeue: back to ready for another attempt",
     "block": "block it on {blocked_by}: ready again once that is done",
@@ -271,6 +284,11 @@ def human_only(parser: argparse.ArgumentParser, describe: Describe) -> argparse.
 
 def _scope(projects: list[str] | None) -> str:
     return f"project{'s' if len(projects) > 1 else ''} {', '.join(projects)}" if projects else "every project"
+
+
+def _project_create_action(a: argparse.Namespace) -> presence.Action:
+    a.repo = authoring.checked_repo(a.repo)  # before anyone is asked anything
+    return presence.Action(f"create project {a.name} (repo {a.repo})", a.name)
 
 
 def _key_action(a: argparse.Namespace) -> presence.Action:
@@ -351,11 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.set_defaults(func=cmd_serve)
 
+    demo.register(sub)
+
     b = sub.add_parser("board", parents=[common], help="print a one-time sign-in link for the local board")
     b.add_argument("--open", action="store_true", help="open it in the default browser")
     b.set_defaults(func=cmd_board)
 
-    proj = sub.add_parser("project", help=f"projects (create {PERSON})").add_subparsers(
+    proj = sub.add_parser("project", help=f"projects: create ({PERSON}), list, defaults").add_subparsers(
         dest="sub", required=True
     )
     c = proj.add_parser("create", parents=[common], help=f"create a project ({PERSON})")
@@ -363,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--repo", required=True, help="path or URL of the git repository")
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_project_create)
-    human_only(c, lambda a: presence.Action(f"create project {a.name} (repo {a.repo})", a.name))
+    human_only(c, _project_create_action)
     proj.add_parser("list", parents=[common], help="list projects").set_defaults(func=cmd_project_list)
 
     key = sub.add_parser(
@@ -377,12 +397,14 @@ def build_parser() -> argparse.ArgumentParser:
     ka.add_argument("--role", choices=["executor", "architect"], default="executor")
     ka.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
     ka.add_argument("--delegate", action="append", help="human:<name> this key may act for (repeatable)")
+    ka.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     ka.set_defaults(func=cmd_key_create)
     human_only(ka, _key_action)
     kv = kc.add_parser("verifier", parents=[common], help=f"a verifier key ({PERSON})")
     kv.add_argument("name", nargs="?", default="verifier")
     kv.add_argument("--kind", dest="verifier_kind", choices=["local", "reviewer"], required=True)
     kv.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
+    kv.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     kv.set_defaults(func=cmd_key_create)
     human_only(kv, _key_action)
     key.add_parser("list", parents=[common], help="list keys").set_defaults(func=cmd_key_list)
@@ -399,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_mcp_config)
 
     task = sub.add_parser(
-        "task", help=f"tasks: list, show; accept, reopen, cancel, resolve (each {PERSON})"
+        "task", help=f"tasks: create, list, show; accept, reopen, cancel, resolve (each {PERSON})"
     ).add_subparsers(dest="sub", required=True)
     ta = task.add_parser("accept", parents=[common], help=f"accept submitted or verified work ({PERSON})")
     ta.add_argument("id")
@@ -447,9 +469,11 @@ def build_parser() -> argparse.ArgumentParser:
     tl.add_argument("--status", default=None)
     tl.set_defaults(func=cmd_task_list)
 
-    ts = task.add_parser("show", parents=[common], help="a task with its history")
+    ts = task.add_parser(
+        "show", parents=[common], help="a task: criteria with evidence, attempts, findings, runs, history"
+    )
     ts.add_argument("id")
-    ts.set_defaults(func=cmd_task_show)
+    ts.set_defaults(func=_authored(authoring.cmd_task_show))
 
     vc = sub.add_parser(
         "verifier-config",
@@ -520,7 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
         v, lambda a: presence.Action(f"switch verification {a.state} for project {a.project}", a.project)
     )
 
-    spec = sub.add_parser("spec", help=f"specs (approve {PERSON})").add_subparsers(dest="sub", required=True)
+    spec = sub.add_parser("spec", help=f"specs: create, export; approve ({PERSON})").add_subparsers(
+        dest="sub", required=True
+    )
     sa = spec.add_parser("approve", parents=[common], help=f"approve a draft spec ({PERSON})")
     sa.add_argument("spec")
     sa.add_argument("--project", required=True)
@@ -531,10 +557,44 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--project", required=True)
     se.add_argument("--repo", required=True)
     se.set_defaults(func=cmd_spec_export)
+    authoring.register(spec, task, proj, common, _authored)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        # `taskgate board | head -1`: the reader left, which is no error of ours. Point stdout at
+        # /dev/null so the interpreter's last flush at exit has nothing to complain about.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline cut short
+
+
+def _hint_of(exc: ApiError, args: argparse.Namespace) -> str:
+    """What to do next: the server's hint, or ours when the server never answered or no token
+    was found to send."""
+    code = exc.body.get("code")
+    if code == "E_UNREACHABLE":
+        return (
+            f"is `taskgate serve` running at {args.server}? Start it, or point the CLI elsewhere "
+            "with --server URL or TASKGATE_SERVER."
+        )
+    if code == "E_UNAUTHORIZED" and not (getattr(args, "token", None) or os.environ.get("TASKGATE_TOKEN")):
+        where = Path(
+            getattr(args, "data_dir", None) or os.environ.get("TASKGATE_DATA_DIR") or DEFAULT_DATA_DIR
+        )
+        return (
+            f"the CLI sends TASKGATE_TOKEN, else the admin token in {where / 'admin-token'}: that file "
+            "belongs to the `taskgate serve` you reach (--data-dir, TASKGATE_DATA_DIR)"
+        )
+    return str(exc.body.get("hint") or "")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         describe: Describe | None = getattr(args, "presence", None)
@@ -549,11 +609,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"error {refused.code}: {refused.message}\nhint: {refused.hint}", file=sys.stderr)
         return presence.EXIT_CODE
+    except authoring.InputError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}))
+        else:
+            print(f"error {exc.code}: {exc}\nnothing was sent", file=sys.stderr)
+        return 2
     except ApiError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": exc.body, "status": exc.status}))
         else:
             print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
+            hint = _hint_of(exc, args)
+            if hint:
+                print(f"hint: {hint}", file=sys.stderr)
         return 1
     return code if isinstance(code, int) else 0
 

@@ -118,7 +118,7 @@ class Case:
 def _project_create(b: Bench) -> Case:
     name = b.fresh("new")
     return Case(
-        ["project", "create", name, "--repo", str(b.tmp)],
+        ["project", "create", name, "--repo", f"https://example.com/{name}.git"],
         name,
         lambda: b.get(f"/api/projects/{name}")[0],
         200,
@@ -180,6 +180,30 @@ def _task_resolve_block(b: Bench) -> Case:
     )
 
 
+def _task_resolve_cancel(b: Bench) -> Case:
+    tid = b.task(b.project(), then="needs_human")
+    return Case(["task", "resolve", tid, "--cancel"], tid, lambda: b.status(tid), "cancelled")
+
+
+def _task_resolve_backlog(b: Bench) -> Case:
+    p = b.project()
+    spec = b.ok("POST", f"/api/projects/{p}/specs", {"title": "S", "criteria": [{"text": "x"}]})
+    b.ok("POST", f"/api/projects/{p}/specs/{spec['id']}/approve")
+
+    def work(ctx: Context, agent: Acting) -> str:
+        t = tasks.create(ctx, agent, p, title="work", spec_id=spec["id"]).task
+        c = claims.claim(ctx, agent, p, task_id=t.id)
+        claims.escalate(ctx, agent, t.id, c.token, question="is the spec right?")
+        return t.id
+
+    tid = b._as_agent(work)
+
+    def state() -> tuple[str, str]:
+        return b.status(tid), str(b.ok("GET", f"/api/projects/{p}/specs/{spec['id']}")["status"])
+
+    return Case(["task", "resolve", tid, "--backlog"], tid, state, ("backlog", "draft"))
+
+
 def _verification_off(b: Bench) -> Case:
     p = b.project(verification=True)
     return Case(
@@ -230,6 +254,8 @@ CASES: dict[str, Callable[[Bench], Case]] = {
     "task cancel": _task_cancel,
     "task resolve --requeue": _task_resolve_requeue,
     "task resolve --block": _task_resolve_block,
+    "task resolve --cancel": _task_resolve_cancel,
+    "task resolve --backlog": _task_resolve_backlog,
     "verification off": _verification_off,
     "verification on": _verification_on,
     "verifier-config set": _verifier_config_set,
@@ -373,7 +399,19 @@ def test_help_says_which_commands_need_a_person_at_the_terminal() -> None:
         ("spec", "approve"),
     ]:
         assert person in helptext(*argv), argv
-    for argv in [("project", "list"), ("key", "list"), ("task", "list"), ("task", "show"), ("board",)]:
+    # what an agent key may do itself over MCP (create_spec, create_task, set_execution_defaults)
+    # and the demo, which acts only on a server of its own, ask nobody
+    for argv in [
+        ("project", "list"),
+        ("key", "list"),
+        ("task", "list"),
+        ("task", "show"),
+        ("board",),
+        ("spec", "create"),
+        ("task", "create"),
+        ("project", "defaults"),
+        ("demo",),
+    ]:
         assert person not in helptext(*argv), argv
     assert "needs_human" in helptext("task", "resolve")
     assert "accept, reopen, cancel, resolve (each asks a person at the terminal)" in top

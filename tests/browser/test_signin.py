@@ -37,7 +37,7 @@ def test_the_banner_link_signs_in_once_and_leaves_no_trace_in_the_url(
     again.goto(link)
     alert = again.get_by_role("alert")
     expect(alert.locator(".code")).to_have_text("E_UNAUTHORIZED")
-    expect(alert).to_contain_text("used already, has expired or is wrong")
+    expect(alert).to_contain_text("this sign-in link was used already")
     expect(alert.locator(".hint")).to_contain_text("taskgate board")
     assert again.evaluate(SESSION) is None
     other.close()

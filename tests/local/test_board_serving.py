@@ -76,6 +76,10 @@ def test_a_code_signs_in_once(server: Server) -> None:
     assert r.headers["cache-control"] == "no-store"
     again = httpx2.post(f"{server.url}/local/sign-in", json={"code": code})
     assert again.status_code == 401 and again.json()["code"] == "E_UNAUTHORIZED"
+    assert again.json()["message"] == signin.USED  # what the page shows
+    assert "taskgate board" in again.json()["hint"]
+    wrong = httpx2.post(f"{server.url}/local/sign-in", json={"code": "x" * 32})
+    assert wrong.json()["message"] == signin.UNKNOWN
     for body in ({"code": "x" * 32}, {"code": 7}, {}, []):
         assert httpx2.post(f"{server.url}/local/sign-in", json=body).status_code == 401
     assert httpx2.post(f"{server.url}/local/sign-in", content=b"{not json").status_code == 401
@@ -113,3 +117,21 @@ def test_codes_expire_and_the_oldest_make_room() -> None:
     assert len(s._codes) == MAX_LIVE_CODES - 1
     assert all(len(h) == 64 for h in s._codes)  # only hashes are kept
     assert signin.SignIn("tgh_token").is_admin("tgh_token") and not s.is_admin("tgh_other")
+
+
+def test_a_link_that_does_not_sign_in_says_why() -> None:
+    now = [1000.0]
+    s = SignIn("tgh_token", clock=lambda: now[0])
+    used, late, never = s.mint(), s.mint(), "x" * 32
+    assert s.redeem(used) == "tgh_token"
+    assert s.redeem(used) is None and s.why_not(used) == signin.USED
+    now[0] += CODE_TTL_S
+    assert s.redeem(late) is None and s.why_not(late) == signin.EXPIRED
+    assert s.redeem(never) is None and s.why_not(never) == signin.UNKNOWN
+    replaced, *_ = [s.mint() for _ in range(MAX_LIVE_CODES + 1)]
+    assert s.redeem(replaced) is None and s.why_not(replaced) == signin.REPLACED
+    expired_unused = s.mint()
+    now[0] += CODE_TTL_S + 1
+    s.mint()  # prunes it
+    assert s.why_not(expired_unused) == signin.EXPIRED
+    assert s.why_not(None) == signin.UNKNOWN

@@ -4,6 +4,7 @@ file through the services (the MCP path is covered in tests/mcp)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from taskgate.domain.clock import SystemClock
@@ -48,7 +49,7 @@ def _ok(r: object) -> dict[str, object]:
 
 def test_verification_switch_needs_a_key_and_a_config(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
-        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", "https://example.com/demo.git", "--json"))
         r = server.script("verification", "on", "demo", "--json")
         assert r.returncode == 1
         err = json.loads(r.stdout)["error"]
@@ -75,7 +76,7 @@ def test_verification_switch_needs_a_key_and_a_config(tmp_path: Path) -> None:
 def test_accepting_work_medium_risk_never_in_a_batch(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
         admin = server.admin_token
-        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", "https://example.com/demo.git", "--json"))
         key = str(_ok(server.script("key", "create", "agent", "bob", "--json"))["key"])
         status, spec = server.request(
             "POST",
@@ -103,7 +104,7 @@ def test_accepting_work_medium_risk_never_in_a_batch(tmp_path: Path) -> None:
 
 def test_agent_keys_are_refused_on_human_endpoints(tmp_path: Path) -> None:
     with running(tmp_path / "d") as server:
-        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", "https://example.com/demo.git", "--json"))
         key = str(_ok(server.script("key", "create", "agent", "bob", "--json"))["key"])
         (tid,) = _agent_submits(server, key, "demo")
         status, body = server.request("POST", f"/api/tasks/{tid}/accept", token=key)
@@ -114,7 +115,7 @@ def test_agent_keys_are_refused_on_human_endpoints(tmp_path: Path) -> None:
 
 def test_spec_export_writes_the_rendered_spec_into_a_repo(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)  # project create wants a repository
     with running(tmp_path / "d") as server:
         admin = server.admin_token
         _ok(server.script("project", "create", "demo", "--repo", str(repo), "--json"))
@@ -139,7 +140,7 @@ def test_start_from_project_commands_with_the_cli(tmp_path: Path) -> None:
     """`taskgate verifier-config draft` prints a config to review on stdout (notes on stderr);
     `set` saves the reviewed file."""
     with running(tmp_path / "d") as server:
-        _ok(server.script("project", "create", "demo", "--repo", str(tmp_path), "--json"))
+        _ok(server.script("project", "create", "demo", "--repo", "https://example.com/demo.git", "--json"))
         status, _ = server.request(
             "PUT",
             "/api/projects/demo/execution-defaults",

@@ -89,7 +89,7 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
     import json
 
     with running(tmp_path / "d") as server:
-        r = server.script("project", "create", "demo", "--repo", "/tmp/repo", "--json")
+        r = server.script("project", "create", "demo", "--repo", "https://example.com/repo.git", "--json")
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["name"] == "demo"
         r = server.script(
@@ -105,7 +105,7 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
         assert minted["key"] not in r.stdout  # never shown again
         r = server.script("key", "revoke", minted["credential"]["id"], "--json")
         assert r.returncode == 0, r.stderr
-        r = server.script("project", "create", "Bad Name", "--repo", "/r", "--json")
+        r = server.script("project", "create", "Bad Name", "--repo", "https://example.com/r.git", "--json")
         assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "E_VALIDATION"
         r = server.cli("mcp-config", "--key", minted["key"], "--json")
         cfg = json.loads(r.stdout)

@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import os
+import re
 import select
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 # The child: become a session leader, open the pty by name (it becomes the controlling
 # terminal), then exec the command.
@@ -89,3 +91,64 @@ def at_terminal(
         os.close(slave)
     out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
     return Ran(proc.returncode, out, err, seen.decode(errors="replace"))
+
+
+CONFIRM_PROMPT = re.compile(r"Type (\S+) to confirm \(anything else cancels\): $")
+
+
+def confirming_each(
+    argv: list[str], env: dict[str, str], *, cwd: str | None = None, timeout: float = 300.0
+) -> Ran:
+    """Run `argv` with a pty as its controlling terminal, playing a person who reads each
+    confirmation prompt and types what it asks for (a whole script of human-only commands)."""
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ACQUIRE, name, *argv],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # stdout and stderr are read on threads: a script that prints much must not block on a pipe
+    # while this loop waits on the terminal.
+    import threading
+
+    chunks: dict[str, list[str]] = {"out": [], "err": []}
+
+    def drain(stream: Any, into: list[str]) -> None:
+        into.append(stream.read())
+
+    readers = [
+        threading.Thread(target=drain, args=(proc.stdout, chunks["out"]), daemon=True),
+        threading.Thread(target=drain, args=(proc.stderr, chunks["err"]), daemon=True),
+    ]
+    for r in readers:
+        r.start()
+    seen, pending = b"", ""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                data = os.read(master, 4096)
+                seen += data
+                pending += data.decode(errors="replace")
+                m = CONFIRM_PROMPT.search(pending)
+                if m:
+                    os.write(master, m.group(1).encode() + b"\n")
+                    pending = ""
+                continue
+            if proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+    finally:
+        os.close(master)
+        os.close(slave)
+    proc.wait(timeout=30)
+    for r in readers:
+        r.join(timeout=30)
+    return Ran(proc.returncode, "".join(chunks["out"]), "".join(chunks["err"]), seen.decode(errors="replace"))

@@ -94,6 +94,10 @@ CRITERIA_HINT = (
     "call report_failure(kind='spec_gap', findings=[...]) (or escalate with a question), or "
     "add_note for a human; a human changes criteria on the board."
 )
+SCOPE_HINT = (
+    "Check the project name: list_projects shows the projects this key covers. Work on another "
+    "project needs a key a human mints for it."
+)
 STATUS_HINT = (
     "Move your own work with the lifecycle tools: claim_task, heartbeat, release_task, "
     "report_failure, escalate, submit_task. Cancel, reopen, accept and resolve are a human's: on "
@@ -128,7 +132,13 @@ def authorize(
     CHANGE_CRITERIA, `spec_draft`: the task's spec is a draft now)."""
     p = acting.principal
     if project is not None and p.kind is not PrincipalKind.HUMAN and not p.may_use_project(project):
-        raise TaskgateError(ErrorCode.FORBIDDEN, f"this key is not allowed on project {project}")
+        # One answer whether the project exists or not (a scoped key learns nothing of the others),
+        # and a hint that sends the agent to its own projects, not to "another role".
+        raise TaskgateError(
+            ErrorCode.FORBIDDEN,
+            f"project {project} not found or not covered by this key",
+            hint=SCOPE_HINT,
+        )
     roles = roles_of(acting)
     if op is Op.CHANGE_CRITERIA:
         _criteria_change(acting, roles, spec_draft)

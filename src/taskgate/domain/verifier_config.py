@@ -97,6 +97,9 @@ _NAME_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 def _check_name(command: str, taken: set[str]) -> str:
     """A readable, unique check name from a command's leading words (`npm test` -> npm-test)."""
     words = [w for w in command.split() if "=" not in w or w.startswith("-")]
+    # `python3 -m pytest ...` is named for the module it runs, not for the interpreter
+    if len(words) > 2 and re.fullmatch(r"python[0-9.]*", words[0]) and words[1] == "-m":
+        words = words[2:]
     lead: list[str] = []
     for w in words:
         if w.startswith("-") or not _NAME_WORD.match(w) or len(lead) == 3:

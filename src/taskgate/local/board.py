@@ -98,7 +98,7 @@ class Board:
                 401,
                 {
                     "code": "E_UNAUTHORIZED",
-                    "message": "this sign-in link was used already, has expired or is wrong",
+                    "message": self.sign_in.why_not(code),
                     "hint": "Run `taskgate board` for a fresh link, or sign in with the admin token.",
                 },
             )

@@ -21,6 +21,16 @@ from collections.abc import Callable
 
 CODE_TTL_S = 15 * 60
 MAX_LIVE_CODES = 32  # a burst of `taskgate board` calls cannot grow this without bound
+# Codes that ended (used, expired, replaced), remembered by hash so the page can say which:
+# at most this many, the oldest forgotten first (then they read as unknown).
+MAX_ENDED_CODES = 256
+
+USED = "this sign-in link was used already: each link signs in once"
+EXPIRED = f"this sign-in link has expired: links last {CODE_TTL_S // 60} minutes"
+REPLACED = "this sign-in link was replaced by newer ones before it was used"
+UNKNOWN = (
+    "this sign-in link is not one this server made: mistyped, cut short, or from before the server restarted"
+)
 
 
 def _digest(code: str) -> str:
@@ -32,15 +42,26 @@ class SignIn:
         self._token = admin_token
         self._clock = clock
         self._codes: dict[str, float] = {}  # sha256(code) -> expiry on the monotonic clock
+        self._ended: dict[str, str] = {}  # sha256(code) -> why it no longer signs in (oldest first)
         self._lock = threading.Lock()
+
+    def _end(self, digest: str, why: str) -> None:
+        self._ended.pop(digest, None)
+        self._ended[digest] = why
+        while len(self._ended) > MAX_ENDED_CODES:
+            del self._ended[next(iter(self._ended))]
 
     def mint(self) -> str:
         code = secrets.token_urlsafe(24)  # 192 bits
         now = self._clock()
         with self._lock:
-            self._codes = {h: exp for h, exp in self._codes.items() if exp > now}
+            for h in [h for h, exp in self._codes.items() if exp <= now]:
+                del self._codes[h]
+                self._end(h, EXPIRED)
             while len(self._codes) >= MAX_LIVE_CODES:  # the oldest link goes first
-                del self._codes[min(self._codes, key=self._codes.__getitem__)]
+                oldest = min(self._codes, key=self._codes.__getitem__)
+                del self._codes[oldest]
+                self._end(oldest, REPLACED)
             self._codes[_digest(code)] = now + CODE_TTL_S
         return code
 
@@ -48,11 +69,23 @@ class SignIn:
         """The admin token for a live code, which is used up; None for anything else."""
         if not code or len(code) > 256:
             return None
+        digest = _digest(code)
         with self._lock:
-            expiry = self._codes.pop(_digest(code), None)
-        if expiry is None or expiry <= self._clock():
-            return None
+            expiry = self._codes.pop(digest, None)
+            if expiry is None:
+                return None
+            if expiry <= self._clock():
+                self._end(digest, EXPIRED)
+                return None
+            self._end(digest, USED)
         return self._token
+
+    def why_not(self, code: object) -> str:
+        """Why `code` did not sign in, for the page to say: used, expired, replaced, unknown."""
+        if not isinstance(code, str) or not code or len(code) > 256:
+            return UNKNOWN
+        with self._lock:
+            return self._ended.get(_digest(code), UNKNOWN)
 
     def is_admin(self, token: str) -> bool:
         return hmac.compare_digest(token.encode(), self._token.encode())
