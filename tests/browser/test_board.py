@@ -123,8 +123,8 @@ def test_the_drawer_shows_criteria_evidence_attempts_runs_and_history(
     expect(cells.nth(3)).to_have_text("pass")  # what the agent said
 
     expect(drawer.locator(".attempt")).to_contain_text(f"Attempt 1 by agent:ada-{scene.project}")
-    expect(drawer.locator(".attempt")).to_contain_text(
-        f"Agent reported pass, verifier found otherwise: AC-{tid}.1"
+    expect(drawer.locator(".attempt .flag-mismatch")).to_have_text(
+        f"self-report mismatch in attempt 1: AC-{tid}.1"
     )
     check = drawer.locator("table.checks tbody tr.check")
     expect(check.locator("th")).to_have_text("unit")

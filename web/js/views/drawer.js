@@ -81,7 +81,8 @@ function failedChecksList(f) {
         "li",
         { class: "failed-check", dataset: { check: c.name } },
         h("p", {}, "check ", h("strong", {}, c.name), ` exited ${c.exit_code ?? "without an exit code"}`, c.output_end ? " · the end of its output:" : ""),
-        c.output_end ? h("pre", { class: "output output-end" }, c.output_end) : null,
+        // Its own scroll box, which opens at the bottom (column-reverse): the end is what matters.
+        c.output_end ? h("div", { class: "output-end-box" }, h("pre", { class: "output output-end" }, c.output_end)) : null,
       ),
     ),
   );
@@ -425,7 +426,6 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         a.failure_kind ? ` · ${a.failure_kind}` : "",
       ),
       mismatch.length ? flagList([["mismatch", `self-report mismatch in attempt ${a.number}: ${mismatch.join(", ")}`]]) : null,
-      mismatch.length ? h("p", { class: "muted" }, `Agent reported pass, verifier found otherwise: ${mismatch.join(", ")}`) : null,
       a.findings.length ? h("ul", { class: "findings" }, a.findings.map((f) => h("li", {}, f))) : null,
       a.learned ? h("p", {}, h("em", {}, "Learned: "), a.learned) : null,
       a.submission
