@@ -215,7 +215,7 @@ def test_a_config_change_records_the_config_it_replaced(env: Env) -> None:
     hist = env.call("GET", f"/api/projects/{pid}/history").json["items"]
     changes = [e["detail"] for e in hist if e["action"] == "verifier_config_changed"]
     assert len(changes) == 2
-    assert changes[1]["previous"] is None  # the first config replaced nothing
+    assert changes[1]["previous"] == {}  # the first config replaced nothing
     assert changes[0]["previous"] == changes[1]["config"]
     assert changes[0]["config"]["check_timeout_minutes"] == 45
     assert changes[0]["previous"]["check_timeout_minutes"] != 45

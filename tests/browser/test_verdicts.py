@@ -85,6 +85,16 @@ def test_a_submitted_attempt_says_what_it_waits_for(page: Page, site: Site, scen
     expect(first).not_to_contain_text("in progress")
 
 
+def test_without_verification_a_submitted_attempt_waits_for_a_human(
+    page: Page, site: Site, project: str
+) -> None:
+    tid = site.rest_task(project, "Add /version")
+    submit(site, site.agent_key(f"ada-{project}"), project, tid)
+    sign_in(page, site, f"?project={project}&task={tid}")
+    first = attempt(page.locator("#drawer"), 1)
+    expect(first.locator(".attempt-state")).to_have_text("submitted, waiting for a human")
+
+
 def _spec_error_task(site: Site, project: str) -> tuple[str, str]:
     spec = site.ok(
         "POST",
@@ -312,6 +322,7 @@ def test_history_shows_warnings_and_config_changes_as_text(page: Page, site: Sit
     expect(latest).not_to_contain_text("checks.unit.report.path")
     first = rows.nth(1).get_by_role("list", name="Config changes")
     expect(first.locator("li.diff-del")).to_have_count(0)
+    expect(rows.nth(1)).not_to_contain_text("not loaded")  # it replaced nothing, and says so
     expect(first.locator("li.diff-add").filter(has_text="checks.unit.command")).to_have_text(
         f"+new checks.unit.command: {old_cmd}"
     )

@@ -26,9 +26,11 @@ export function flatten(value, prefix = "") {
 
 // The settings that differ between two configs: [sign, path, value] with "-" for the old value
 // and "+" for the new, in the new config's order (removed settings last).
+const empty = (c) => !c || !Object.keys(c).length;
+
 export function configDiff(before, after) {
-  const old = new Map(before ? flatten(before) : []);
-  const now = new Map(after ? flatten(after) : []);
+  const old = new Map(empty(before) ? [] : flatten(before));
+  const now = new Map(empty(after) ? [] : flatten(after));
   const lines = [];
   for (const [path, v] of now) {
     if (old.get(path) === v) continue;
