@@ -328,3 +328,45 @@ def test_history_shows_warnings_and_config_changes_as_text(page: Page, site: Sit
     )
     for cell in page.locator("table.history tbody td.detail").all():
         assert "{" not in cell.inner_text() and '["' not in cell.inner_text(), cell.inner_text()
+
+
+def test_a_failed_run_lists_its_ambiguous_refs_as_spec_errors(page: Page, site: Site) -> None:
+    project = site.project("mixed-spec-error", verification=True)
+    tid = site.rest_task(
+        project,
+        "Two refs",
+        criteria=[
+            {"text": "basics", "kind": "test", "verify_ref": "tests.test_basic"},
+            {"text": "extras", "kind": "test", "verify_ref": "tests.test_extra.test_one"},
+        ],
+    )
+    basic, extra = f"AC-{tid}.1", f"AC-{tid}.2"
+    submit(site, site.agent_key(f"ada-{project}"), project, tid)
+    src = {"check": "unit", "report": "reports/junit.xml"}
+    site.verify(
+        project,
+        tid,
+        results={
+            basic: {
+                "result": "ambiguous",
+                "detail": "`tests.test_basic` matches 71 tests",
+                "source": {**src, "ref": "tests.test_basic"},
+            },
+            extra: {
+                "result": "fail",
+                "detail": "1 test failed",
+                "source": {**src, "ref": "tests.test_extra.test_one"},
+                "failures": [{"name": "tests/test_extra.py::test_one", "message": "assert 1 == 2"}],
+            },
+        },
+    )
+    assert site.status(tid) == "ready"  # a real failure too: a failed attempt, as before
+    sign_in(page, site, f"?project={project}&task={tid}")
+    finding = attempt(page.locator("#drawer"), 1).locator("li.finding")
+    ambiguous = finding.locator(f'.failed-criterion[data-criterion="{basic}"]')
+    expect(ambiguous).to_have_class(re.compile(r"\bspec-error\b"))
+    expect(ambiguous.locator(".badge")).to_have_text("spec error")
+    expect(ambiguous).to_contain_text("matches 71 tests")
+    failed = finding.locator(f'.failed-criterion[data-criterion="{extra}"]')
+    expect(failed.locator(".badge")).to_have_text("fail")
+    expect(failed.locator("pre")).to_have_text("assert 1 == 2")
