@@ -34,6 +34,7 @@ export function configDiff(before, after) {
   const lines = [];
   for (const [path, v] of now) {
     if (old.get(path) === v) continue;
+    if (!old.has(path) && v === "none") continue; // an unset setting that was not there before
     if (old.has(path)) lines.push(["-", path, old.get(path)]);
     lines.push(["+", path, v]);
   }
