@@ -206,6 +206,21 @@ def test_verification_cannot_be_switched_on_without_key_and_config(env: Env) -> 
     assert ("verifier_config_changed", "human:admin") in actions and ("key_created", "human:admin") in actions
 
 
+def test_a_config_change_records_the_config_it_replaced(env: Env) -> None:
+    """The board shows a config change as a diff of old and new: the event carries both."""
+    pid = env.project("demo")
+    assert env.call("PUT", f"/api/projects/{pid}/verifier-config", body=CONFIG).status == 200
+    slower = {**CONFIG, "check_timeout_minutes": 45}
+    assert env.call("PUT", f"/api/projects/{pid}/verifier-config", body=slower).status == 200
+    hist = env.call("GET", f"/api/projects/{pid}/history").json["items"]
+    changes = [e["detail"] for e in hist if e["action"] == "verifier_config_changed"]
+    assert len(changes) == 2
+    assert changes[1]["previous"] == {}  # the first config replaced nothing
+    assert changes[0]["previous"] == changes[1]["config"]
+    assert changes[0]["config"]["check_timeout_minutes"] == 45
+    assert changes[0]["previous"]["check_timeout_minutes"] != 45
+
+
 def test_the_verifier_config_is_validated(env: Env) -> None:
     pid = env.project("demo")
     before = dump(env.ctx.store)

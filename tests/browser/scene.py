@@ -218,3 +218,92 @@ def build(site: Site, project: str) -> Scene:
     claim(site, bob, project, ratelimit)
     mcp(site, bob, ("add_note", {"task_id": ratelimit, "body": "Using a token bucket per key."}))
     return scene
+
+
+# A failing pytest run as a verifier records it: long output whose end holds the error and the
+# summary, and a failing test with its full name and its own message.
+FAILING_TEST = "tests/test_more.py::TestChunked::test_strict_chunks[7]"
+FAILING_MESSAGE = (
+    "AssertionError: assert [[1, 2, 3], [4, 5, 6], [7]] == [[1, 2, 3], [4, 5, 6]]\n"
+    "  Left contains one more item: [7]"
+)
+FAILING_SUMMARY = "==================== 1 failed, 764 passed in 12.31s ===================="
+FAILING_FIRST_LINE = "============================= test session starts =============================="
+
+
+def failing_output() -> str:
+    dots = [f"tests/test_more.py {'.' * 60} [{p:3d}%]" for p in range(1, 60)]
+    return "\n".join(
+        [
+            FAILING_FIRST_LINE,
+            "platform linux -- Python 3.12.7, pytest-8.3.3, pluggy-1.5.0",
+            "rootdir: /tmp/checkout/more-itertools",
+            "collected 765 items",
+            "",
+            *dots,
+            "",
+            "=================================== FAILURES ===================================",
+            "____________________ TestChunked.test_strict_chunks[7] _____________________",
+            "",
+            "    def test_strict_chunks(self, n):",
+            ">       assert list(chunked(range(1, n + 1), 3, strict=True)) == [[1, 2, 3], [4, 5, 6]]",
+            "E       " + FAILING_MESSAGE.splitlines()[0],
+            "E         " + FAILING_MESSAGE.splitlines()[1].strip(),
+            "",
+            "tests/test_more.py:412: AssertionError",
+            "=========================== short test summary info ============================",
+            f"FAILED {FAILING_TEST} - AssertionError: assert [[1, 2, 3], [4, 5, 6], [7]] == [[...",
+            FAILING_SUMMARY,
+        ]
+    )
+
+
+def long_failure(site: Site, project: str, key: str) -> str:
+    """A task with two test criteria whose first run failed one of them: the agent said pass to
+    both, the check exited 1 with a long output. Verification must be on in `project`."""
+    tid = site.rest_task(
+        project,
+        "Make chunked strict",
+        criteria=[
+            {
+                "text": "chunked keeps short input",
+                "kind": "test",
+                "verify_ref": "tests.test_more.TestChunked.test_short",
+            },
+            {
+                "text": "strict chunked refuses a ragged end",
+                "kind": "test",
+                "verify_ref": "tests.test_more.TestChunked.test_strict_chunks",
+            },
+        ],
+    )
+    short, strict = f"AC-{tid}.1", f"AC-{tid}.2"
+    submit(site, key, project, tid, self_report={short: "pass", strict: "pass"})
+    site.verify(
+        project,
+        tid,
+        exit_code=1,
+        output=failing_output(),
+        results={
+            short: {
+                "result": "pass",
+                "detail": "1 passed",
+                "source": {
+                    "check": "unit",
+                    "report": "reports/junit.xml",
+                    "ref": "tests.test_more.TestChunked.test_short",
+                },
+            },
+            strict: {
+                "result": "fail",
+                "detail": "1 of 9 tests failed",
+                "source": {
+                    "check": "unit",
+                    "report": "reports/junit.xml",
+                    "ref": "tests.test_more.TestChunked.test_strict_chunks",
+                },
+                "failures": [{"name": FAILING_TEST, "message": FAILING_MESSAGE}],
+            },
+        },
+    )
+    return tid

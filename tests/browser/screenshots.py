@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
 
-from tests.browser.scene import build
+from tests.browser.scene import FAILING_SUMMARY, build, long_failure
 from tests.browser.support import CHROMIUM, FLAGS, Guard, Site, sign_in
 from tests.support.server import start
 
@@ -48,12 +48,26 @@ def main(out: Path) -> None:
                     page.get_by_role("img", name="First-pass verification rate", exact=False)
                 ).to_be_visible()
                 page.screenshot(path=out / "metrics.png", full_page=True)
+
+                # A failed run with a long output, in the drawer at 1,280 px: the failing test's
+                # own message under its criterion, the end of the check's output in the finding.
+                failing = long_failure(site, scene.project, scene.keys["ada"])
+                page.set_viewport_size({"width": 1280, "height": 1400})
+                page.get_by_role("button", name="Board", exact=True).click()
+                page.locator(f'li.card[data-task="{failing}"]').locator(".card-title").click()
+                expect(drawer.locator("pre.output-end")).to_contain_text(FAILING_SUMMARY)
+                # From the criteria on: the drawer's head stays in view above them.
+                drawer.evaluate(
+                    "d => { d.scrollTop += d.querySelector('#ds-criteria').getBoundingClientRect().top"
+                    " - d.getBoundingClientRect().top - 56; }"
+                )
+                page.screenshot(path=out / "drawer-failing.png")
                 context.close()
                 guard.check()
                 browser.close()
         finally:
             server.stop()
-    for name in ("board", "drawer", "verifiers", "metrics"):
+    for name in ("board", "drawer", "verifiers", "metrics", "drawer-failing"):
         print(out / f"{name}.png")
 
 

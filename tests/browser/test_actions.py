@@ -4,6 +4,8 @@ and a refusal shown with the server's code and hint."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.support import Guard, Site, claim, mcp, sign_in, submit
@@ -131,9 +133,14 @@ def test_verify_again_after_three_verifier_errors(page: Page, site: Site, projec
     assert site.status(tid) == "needs_human"
     sign_in(page, site, f"?project={project}&task={tid}")
     expect(page.locator(f'li.card[data-task="{tid}"] .flag-verifier-errors')).to_have_text(
-        "verifier errors in a row: 3"
+        "3 verifier errors in a row"
     )
-    drawer(page).get_by_role("button", name="Verify again").click()
+    expect(drawer(page).get_by_role("note", name="Why it needs a human")).to_contain_text(
+        "3 verifier errors in a row; the last: checkout failed"
+    )
+    again = drawer(page).get_by_role("button", name="Verify again")
+    expect(again).to_have_class(re.compile(r"\bprimary\b"))  # what answers the reason
+    again.click()
     dialog(page).get_by_role("button", name="Verify again").click()
     expect(dialog(page)).to_have_count(0)
     task = site.task(tid)["task"]

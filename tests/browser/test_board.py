@@ -64,10 +64,10 @@ def test_a_column_per_status_and_cards_that_say_what_matters(page: Page, site: S
     failed = card(page, scene.ids["logging"])
     expect(failed).to_contain_text("attempts 1/3")
     expect(failed.locator(".flag-mismatch")).to_have_text(
-        f"self-report mismatch: AC-{scene.ids['logging']}.1"
+        f"self-report mismatch in attempt 1: AC-{scene.ids['logging']}.1"
     )
     expect(card(page, scene.ids["docs"]).locator(".flag-verifier-errors")).to_have_text(
-        "verifier errors in a row: 1"
+        "1 verifier error in a row"
     )
     expect(card(page, scene.ids["health"]).locator(".flag")).to_have_count(0)
     expect(page.locator("li.card")).to_have_count(len(where))
@@ -113,7 +113,7 @@ def test_the_drawer_shows_criteria_evidence_attempts_runs_and_history(
     expect(page).to_have_url(re.compile(rf"[?&]task={tid}"))
     expect(drawer).to_contain_text("Log method, path, status and duration of every request.")
 
-    crit = drawer.locator("table.criteria-table tbody tr")
+    crit = drawer.locator("table.criteria-table tbody tr.criterion")
     expect(crit).to_have_count(1)
     expect(crit.locator("th")).to_have_text(f"AC-{tid}.1")
     cells = crit.locator("td")
@@ -123,15 +123,16 @@ def test_the_drawer_shows_criteria_evidence_attempts_runs_and_history(
     expect(cells.nth(3)).to_have_text("pass")  # what the agent said
 
     expect(drawer.locator(".attempt")).to_contain_text(f"Attempt 1 by agent:ada-{scene.project}")
-    expect(drawer.locator(".finding.mismatch")).to_contain_text(
-        f"Agent reported pass, verifier found otherwise: AC-{tid}.1"
+    expect(drawer.locator(".attempt .flag-mismatch")).to_have_text(
+        f"self-report mismatch in attempt 1: AC-{tid}.1"
     )
-    check = drawer.locator("table.checks tbody tr")
+    check = drawer.locator("table.checks tbody tr.check")
     expect(check.locator("th")).to_have_text("unit")
     expect(check.locator("td").nth(0)).to_have_text("1")
     expect(check.locator("td").nth(1)).to_have_text("4s")
-    check.get_by_text("Show output").click()
-    expect(check.locator("pre")).to_contain_text("FAILED tests/test_log.py::test_duration")
+    output = drawer.locator("table.checks tbody tr.check-output")
+    output.get_by_text("Show output").click()
+    expect(output.locator("pre")).to_contain_text("FAILED tests/test_log.py::test_duration")
     timeline = drawer.locator("ol.timeline li")
     expect(timeline.first).to_contain_text(f"agent:arch-{scene.project}")
     expect(timeline.first).to_contain_text("create ready")
@@ -143,7 +144,7 @@ def test_the_drawer_shows_criteria_evidence_attempts_runs_and_history(
     card(page, scene.ids["health"]).get_by_role("button").click()
     expect(drawer.get_by_role("heading", level=2)).to_have_text(f"{scene.ids['health']}: Implement /healthz")
     expect(drawer).to_contain_text("SPEC-1: Health endpoint")
-    rows = drawer.locator("table.criteria-table tbody tr")
+    rows = drawer.locator("table.criteria-table tbody tr.criterion")
     expect(rows).to_have_count(2)
     expect(rows.nth(0)).to_contain_text("AC-1.1")
     expect(rows.nth(0).locator("td").nth(1)).to_have_text("pass")

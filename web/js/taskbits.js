@@ -10,13 +10,10 @@ export function riskBadge(risk) {
   return h("span", { class: `badge risk-${risk}` }, `${risk} risk`);
 }
 
+// The flags of the task's current attempt, as the server words them (task.flags): an earlier
+// attempt's mismatch stays with that attempt (the drawer shows it there), not on the card.
+const FLAG_CLASS = { self_report_mismatch: "mismatch", verifier_errors: "verifier-errors" };
+
 export function flagsOf(task) {
-  const flags = [];
-  const mismatch = task.findings.filter((f) => f.self_report_mismatch && f.self_report_mismatch.length);
-  if (mismatch.length) {
-    const ids = [...new Set(mismatch.flatMap((f) => f.self_report_mismatch))];
-    flags.push(["mismatch", `self-report mismatch: ${ids.join(", ")}`]);
-  }
-  if (task.verifier_errors_in_row > 0) flags.push(["verifier-errors", `verifier errors in a row: ${task.verifier_errors_in_row}`]);
-  return flags;
+  return (task.flags || []).map((f) => [FLAG_CLASS[f.kind] || f.kind, f.text]);
 }

@@ -198,6 +198,10 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
         "verifier_config_changed",
         also,
         config=parsed.model_dump(mode="json"),
+        # The config it replaced, so the history can show the change as a diff of old and new
+        # ({} when there was none: an event drops None values, and a missing key means an event
+        # written before this was recorded).
+        previous=old.verifier_config.model_dump(mode="json") if old.verifier_config else {},
         **registered,
     )
 

@@ -105,6 +105,7 @@ export function mountBoard(root, app) {
   function renderCard(task) {
     const parts = [];
     const head = h("div", { class: "card-head" });
+    const ident = h("span", { class: "card-ident" });
     if (batchable(task)) {
       const box = h("input", { type: "checkbox", checked: selected.has(task.id), dataset: { key: `select-${task.id}` } });
       box.addEventListener("change", () => {
@@ -112,9 +113,11 @@ export function mountBoard(root, app) {
         else selected.delete(task.id);
         updateBatch();
       });
-      head.append(h("label", { class: "select-box" }, box, h("span", { class: "sr-only" }, `Select ${task.id} for batch accept`)));
+      ident.append(h("label", { class: "select-box" }, box, h("span", { class: "sr-only" }, `Select ${task.id} for batch accept`)));
     }
-    head.append(h("span", { class: "card-id" }, task.id), riskBadge(task.risk));
+    // The checkbox and the id stay together on one line; the risk badge wraps below if it must.
+    ident.append(h("span", { class: "card-id", title: task.id }, task.id));
+    head.append(ident, riskBadge(task.risk));
     parts.push(head);
     parts.push(h("button", { type: "button", class: "card-title", dataset: { key: `open-${task.id}` }, "aria-controls": "drawer", onClick: () => url.set({ task: task.id }, { push: true }) }, task.title));
     parts.push(

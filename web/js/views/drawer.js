@@ -7,6 +7,7 @@ import { countdown, duration, h, label, rerender, when } from "../dom.js";
 import { criteriaEditor, criteriaInput } from "../criteria.js";
 import { actionDialog, notify, refusal } from "../ui.js";
 import { flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
+import { eventDetail } from "../eventtext.js";
 
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
 const PAGE = 50;
@@ -29,13 +30,72 @@ function section(title, key, ...children) {
   return h("section", { class: "drawer-section", "aria-labelledby": `ds-${key}` }, h("h3", { id: `ds-${key}` }, title), ...children);
 }
 
-function detailText(detail) {
-  const parts = [];
-  for (const [k, v] of Object.entries(detail || {})) {
-    if (v === null || v === undefined) continue;
-    parts.push(`${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  }
-  return parts.join(" · ");
+function flagList(flags) {
+  return flags.length ? h("ul", { class: "flags" }, flags.map(([kind, text]) => h("li", { class: `flag flag-${kind}` }, text))) : null;
+}
+
+// Why the task waits for a human, as the move that put it there said (task.needs_human).
+function needsHumanBanner(task) {
+  const why = task.needs_human;
+  if (task.status !== "needs_human" || !why) return null;
+  return h(
+    "div",
+    { class: `banner banner-${why.why.replaceAll("_", "-")}`, role: "note", "aria-label": "Why it needs a human" },
+    h("p", {}, h("strong", {}, "Needs a human: "), why.reason),
+    h("p", { class: "muted" }, `${why.by} · ${when(why.at)}${why.attempt ? ` · attempt ${why.attempt}` : ""}${why.failure_kind ? ` · ${why.failure_kind}` : ""}`),
+  );
+}
+
+// A verifier's finding as the next brief carries it: each failing criterion with its failing
+// tests (full name and the test's own message), then each failing check with the end of its
+// output. Failing criteria first: they are what the executor fixes.
+function failedCriteriaList(f) {
+  if (!f.criteria || !f.criteria.length) return null;
+  return h(
+    "ul",
+    { class: "failed-criteria", "aria-label": "Failing criteria" },
+    f.criteria.map((c) =>
+      h(
+        "li",
+        { class: `failed-criterion${c.spec_error ? " spec-error" : ""}`, dataset: { criterion: c.id } },
+        h("p", {}, h("strong", {}, c.id), " ", resultBadge(c.spec_error ? "spec error" : c.result), c.detail ? ` ${c.detail}` : ""),
+        c.tests.length
+          ? h(
+              "ul",
+              { class: "failed-tests" },
+              c.tests.map((t) => h("li", { class: "failed-test" }, h("code", { class: "test-name" }, t.name), t.message ? h("pre", { class: "output message" }, t.message) : null)),
+            )
+          : null,
+      ),
+    ),
+  );
+}
+
+function failedChecksList(f) {
+  if (!f.checks || !f.checks.length) return null;
+  return h(
+    "ul",
+    { class: "failed-checks", "aria-label": "Failing checks" },
+    f.checks.map((c) =>
+      h(
+        "li",
+        { class: "failed-check", dataset: { check: c.name } },
+        h("p", {}, "check ", h("strong", {}, c.name), ` exited ${c.exit_code ?? "without an exit code"}`, c.output_end ? " · the end of its output:" : ""),
+        // Its own scroll box, which opens at the bottom (column-reverse): the end is what matters.
+        c.output_end ? h("div", { class: "output-end-box" }, h("pre", { class: "output output-end" }, c.output_end)) : null,
+      ),
+    ),
+  );
+}
+
+function findingItem(f) {
+  const structured = (f.criteria && f.criteria.length) || (f.checks && f.checks.length);
+  return h(
+    "li",
+    { class: `finding${f.self_report_mismatch.length ? " mismatch" : ""}` },
+    h("p", {}, h("strong", {}, f.source === "verifier" ? "Verifier" : "Reviewer"), ` ${f.by} · ${when(f.at)}${f.attempt ? ` · attempt ${f.attempt}` : ""}: `, f.summary),
+    structured ? [failedCriteriaList(f), failedChecksList(f)] : f.details.length ? h("ul", {}, f.details.map((d) => h("li", {}, d))) : null,
+  );
 }
 
 export function mountDrawer(el, app, { onClose, onChanged }) {
@@ -163,9 +223,11 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
       );
     }
     if (task.status === "needs_human") {
+      const suggested = task.needs_human ? task.needs_human.suggested : null;
       const resolve = (resolution, title, confirm, extraFields = [], body = "") =>
         h("button", {
           type: "button",
+          class: resolution === suggested ? "primary suggested" : null,
           dataset: { key: `resolve-${resolution}` },
           onClick: () =>
             act({
@@ -181,12 +243,17 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
               },
             }),
         }, confirm === "Block" ? "Block…" : confirm);
-      buttons.push(resolve("requeue", `Requeue ${id}?`, "Requeue", [], "It goes back to ready for the next agent."));
-      buttons.push(resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]));
-      if (task.spec_id) buttons.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
+      const resolutions = [
+        resolve("requeue", `Requeue ${id}?`, "Requeue", [], "It goes back to ready for the next agent."),
+        resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]),
+      ];
+      if (task.spec_id) resolutions.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
       if (task.attempts.some((a) => a.submission)) {
-        buttons.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
+        resolutions.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
       }
+      // What answers the reason (a spec error: revise the spec) comes first, as the primary action.
+      resolutions.sort((a, b) => Number(b.classList.contains("suggested")) - Number(a.classList.contains("suggested")));
+      buttons.push(...resolutions);
     }
     if (task.status !== "done" && task.status !== "cancelled") {
       buttons.push(
@@ -268,19 +335,24 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     const own = task.criteria;
     const held = spec ? spec.criteria.filter((c) => !task.spec_criteria.length || task.spec_criteria.includes(c.id)) : [];
     const submission = [...task.attempts].reverse().find((a) => a.submission)?.submission;
-    const rows = [...held, ...own].map((c) => {
+    const all = [...held, ...own];
+    const failing = (c) => Boolean(run && run.evidence && run.evidence[c.id] && run.evidence[c.id].result !== "pass");
+    // Failing criteria first, as in the next brief (a stable sort keeps the spec's order).
+    const ordered = [...all.filter(failing), ...all.filter((c) => !failing(c))];
+    const rows = ordered.flatMap((c) => {
       const ev = run && run.evidence ? run.evidence[c.id] : null;
       const said = submission && submission.self_report ? submission.self_report[c.id] : null;
       const src = ev && ev.source ? [ev.source.check, ev.source.report, ev.source.ref].filter(Boolean).join(" · ") : "";
-      return h(
+      const row = h(
         "tr",
-        {},
-        h("th", { scope: "row" }, c.id),
-        h("td", {}, h("span", { class: "kind" }, c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
+        { class: "criterion", dataset: { criterion: c.id } },
+        h("th", { scope: "row", class: "nowrap" }, c.id),
+        h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
         h("td", {}, ev ? resultBadge(ev.result) : h("span", { class: "muted" }, run ? "no evidence" : "not verified yet")),
-        h("td", {}, ev ? [ev.detail || "", ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
+        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
         h("td", {}, said ? resultBadge(said) : ""),
       );
+      return [row, evidenceFailuresRow(c, ev)];
     });
     return section(
       "Criteria and evidence",
@@ -300,33 +372,66 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     );
   }
 
+  // A failing criterion's failing tests, each with its full name and its own message, on a row
+  // of its own under the criterion: the messages get the table's whole width.
+  function evidenceFailuresRow(c, ev) {
+    if (!ev || !ev.failures || !ev.failures.length) return null;
+    return h(
+      "tr",
+      { class: "criterion-failures", dataset: { criterion: c.id } },
+      h(
+        "td",
+        { colspan: 5 },
+        h("ul", { class: "failed-tests", "aria-label": `Failing tests of ${c.id}` }, ev.failures.map((t) => h("li", { class: "failed-test" }, h("code", { class: "test-name" }, t.name), t.message ? h("pre", { class: "output message" }, t.message) : null))),
+      ),
+    );
+  }
+
+  // Each attempt with its state in words (task.attempts[].state: "submitted, waiting for
+  // verification", "verification failed"...), its own flags and the findings about it.
   function attemptsSection(task) {
-    const items = task.attempts.map((a) =>
-      h(
-        "li",
-        { class: "attempt" },
-        h("p", {}, h("strong", {}, `Attempt ${a.number}`), ` by ${a.actor} (key ${a.credential_id}) · ${when(a.started_at)}`, a.ended_at ? ` → ${when(a.ended_at)}` : " · in progress", a.ending ? ` · ${a.ending}` : "", a.used ? " · used" : "", a.failure_kind ? ` · ${a.failure_kind}` : ""),
-        a.findings.length ? h("ul", { class: "findings" }, a.findings.map((f) => h("li", {}, f))) : null,
-        a.learned ? h("p", {}, h("em", {}, "Learned: "), a.learned) : null,
-        a.submission
-          ? h("details", { dataset: { key: `sub-${a.number}` } }, h("summary", {}, `Submitted ${a.submission.commit_sha.slice(0, 12)}`), h("pre", { class: "output" }, a.submission.evidence), Object.keys(a.submission.self_report).length ? h("p", {}, "Self-report: ", Object.entries(a.submission.self_report).map(([k, v]) => `${k} ${v}`).join(", ")) : null)
-          : null,
-      ),
-    );
-    const findings = task.findings.map((f) =>
-      h(
-        "li",
-        { class: `finding${f.self_report_mismatch.length ? " mismatch" : ""}` },
-        h("p", {}, h("strong", {}, f.source === "verifier" ? "Verifier" : "Reviewer"), ` ${f.by} · ${when(f.at)}${f.attempt ? ` · attempt ${f.attempt}` : ""}: `, f.summary),
-        f.details.length ? h("ul", {}, f.details.map((d) => h("li", {}, d))) : null,
-        f.self_report_mismatch.length ? h("p", { class: "flag flag-mismatch" }, `Agent reported pass, verifier found otherwise: ${f.self_report_mismatch.join(", ")}`) : null,
-      ),
-    );
+    const byAttempt = new Map();
+    const loose = [];
+    for (const f of task.findings) {
+      if (f.attempt && task.attempts.some((a) => a.number === f.attempt)) {
+        if (!byAttempt.has(f.attempt)) byAttempt.set(f.attempt, []);
+        byAttempt.get(f.attempt).push(f);
+      } else {
+        loose.push(f);
+      }
+    }
+    const items = task.attempts.map((a) => attemptItem(a, byAttempt.get(a.number) || []));
     return section(
       "Attempts and findings",
       "attempts",
       items.length ? h("ol", { class: "attempts" }, items) : h("p", { class: "muted" }, "No attempts yet."),
-      findings.length ? [h("h4", {}, "Findings"), h("ul", { class: "findings-list" }, findings)] : null,
+      loose.length ? [h("h4", {}, "Other findings"), h("ul", { class: "findings-list" }, loose.map(findingItem))] : null,
+    );
+  }
+
+  function attemptItem(a, findings) {
+    const mismatch = a.self_report_mismatch || [];
+    return h(
+      "li",
+      { class: "attempt", dataset: { attempt: String(a.number) } },
+      h(
+        "p",
+        {},
+        h("strong", {}, `Attempt ${a.number}`),
+        ` by ${a.actor} (key ${a.credential_id}) · ${when(a.started_at)}`,
+        a.ended_at ? ` → ${when(a.ended_at)}` : "",
+        " · ",
+        h("span", { class: "attempt-state" }, a.state),
+        a.used ? " · used" : "",
+        a.failure_kind ? ` · ${a.failure_kind}` : "",
+      ),
+      mismatch.length ? flagList([["mismatch", `self-report mismatch in attempt ${a.number}: ${mismatch.join(", ")}`]]) : null,
+      a.findings.length ? h("ul", { class: "findings" }, a.findings.map((f) => h("li", {}, f))) : null,
+      a.learned ? h("p", {}, h("em", {}, "Learned: "), a.learned) : null,
+      a.submission
+        ? h("details", { dataset: { key: `sub-${a.number}` } }, h("summary", {}, `Submitted ${a.submission.commit_sha.slice(0, 12)}`), h("pre", { class: "output" }, a.submission.evidence), Object.keys(a.submission.self_report).length ? h("p", {}, "Self-report: ", Object.entries(a.submission.self_report).map(([k, v]) => `${k} ${v}`).join(", ")) : null)
+        : null,
+      findings.length ? h("ul", { class: "findings-list", "aria-label": `Findings of attempt ${a.number}` }, findings.map(findingItem)) : null,
     );
   }
 
@@ -351,20 +456,25 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
                   h(
                     "table",
                     { class: "checks" },
-                    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Check"), h("th", { scope: "col" }, "Exit code"), h("th", { scope: "col" }, "Duration"), h("th", { scope: "col" }, "Output (tail)"))),
+                    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Check"), h("th", { scope: "col" }, "Exit code"), h("th", { scope: "col" }, "Duration"))),
                     h(
                       "tbody",
                       {},
-                      Object.entries(r.checks).map(([name, c]) =>
+                      Object.entries(r.checks).flatMap(([name, c]) => [
                         h(
                           "tr",
-                          {},
+                          { class: "check" },
                           h("th", { scope: "row" }, name),
                           h("td", { class: c.exit_code === 0 ? "ok" : "bad" }, c.timed_out ? `${c.exit_code ?? "–"} (timed out)` : String(c.exit_code ?? "–")),
                           h("td", {}, c.duration_ms === null || c.duration_ms === undefined ? "–" : duration(c.duration_ms / 1000)),
-                          h("td", {}, c.output_tail ? h("details", { dataset: { key: `out-${r.id}-${name}` } }, h("summary", {}, "Show output"), h("pre", { class: "output" }, c.output_tail)) : h("span", { class: "muted" }, "none")),
                         ),
-                      ),
+                        // The output on a row of its own: it gets the table's whole width.
+                        h(
+                          "tr",
+                          { class: "check-output" },
+                          h("td", { colspan: 3 }, c.output_tail ? h("details", { dataset: { key: `out-${r.id}-${name}` } }, h("summary", {}, "Show output"), h("pre", { class: "output" }, c.output_tail)) : h("span", { class: "muted" }, "no output")),
+                        ),
+                      ]),
                     ),
                   ),
                 )
@@ -428,7 +538,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
             ` ${e.action.replaceAll("_", " ")}`,
             e.from_status || e.to_status ? ` (${e.from_status ? label(e.from_status) : "new"} → ${label(e.to_status || e.from_status)})` : "",
             e.credential_id ? h("span", { class: "muted" }, ` key ${e.credential_id}`) : null,
-            Object.keys(e.detail || {}).length ? h("p", { class: "muted detail" }, detailText(e.detail)) : null,
+            Object.keys(e.detail || {}).length ? eventDetail(e.action, e.detail) : null,
           ),
         ),
       ),
@@ -450,7 +560,8 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         h("span", {}, `attempts ${task.attempts_used}/${maxAttempts(task, project)}`),
         task.claim ? h("span", {}, `held by ${task.claim.actor} · lease `, h("span", { class: "countdown", dataset: { expires: task.claim.expires_at } }, countdown(task.claim.expires_at)), ` · ${task.claim.phase}`) : null,
       ),
-      flags.length ? h("ul", { class: "flags" }, flags.map(([kind, text]) => h("li", { class: `flag flag-${kind}` }, text))) : null,
+      flagList(flags),
+      needsHumanBanner(task),
       actions(task),
       section(
         "Description",

@@ -4,17 +4,12 @@
 
 import { enc, get } from "../api.js";
 import { field, h, replace, when } from "../dom.js";
+import { eventDetail } from "../eventtext.js";
 import * as url from "../state.js";
 import { refusal } from "../ui.js";
 
 const ALL = "*";
 
-function detailText(detail) {
-  return Object.entries(detail || {})
-    .filter(([, v]) => v !== null && v !== undefined)
-    .map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
-    .join(" · ");
-}
 
 export function mountHistory(root, app) {
   const scope = h(
@@ -29,6 +24,13 @@ export function mountHistory(root, app) {
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Load more");
   const error = h("div", {});
   let cursor = null;
+  let configs = []; // every verifier config event loaded so far, newest first
+  // The config a change replaced, for events written before the server recorded it: the next
+  // older config event loaded (undefined when that one is not loaded yet).
+  function olderConfig(e) {
+    const i = configs.indexOf(e);
+    return i >= 0 && i + 1 < configs.length ? configs[i + 1].detail.config : undefined;
+  }
   let generation = 0; // a page that arrives after the scope changed is dropped
   replace(
     root,
@@ -54,8 +56,12 @@ export function mountHistory(root, app) {
     try {
       const out = await get(`/api/projects/${enc(project)}/history`, { limit: 50, cursor: reset ? null : cursor });
       if (mine !== generation) return;
-      if (reset) replace(body);
+      if (reset) {
+        replace(body);
+        configs = [];
+      }
       replace(error);
+      configs.push(...out.items.filter((e) => e.action === "verifier_config_changed"));
       for (const e of out.items) {
         const everyProject = e.project === ALL ? h("span", { class: "badge" }, "every project") : null;
         body.append(
@@ -66,7 +72,7 @@ export function mountHistory(root, app) {
             h("td", {}, e.actor),
             h("td", {}, e.on_behalf_of || ""),
             h("th", { scope: "row" }, e.action.replaceAll("_", " "), e.task_id ? ` ${e.task_id}` : "", everyProject ? " " : "", everyProject),
-            h("td", { class: "detail" }, detailText(e.detail)),
+            h("td", { class: "detail" }, eventDetail(e.action, e.detail, olderConfig(e))),
           ),
         );
       }
