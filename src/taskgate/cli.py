@@ -531,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--project", required=True)
     se.add_argument("--repo", required=True)
     se.set_defaults(func=cmd_spec_export)
+
+    from taskgate import cli_attest  # proof of verification: attest key/export/verify, audit verify
+
+    cli_attest.register(sub, common)
     return p
 
 

@@ -250,6 +250,10 @@ class TaskDetail(Out):
         description="Query history_cursor with it for more history; null: no more"
     )
     runs: list[VerificationRun]
+    signed_runs: list[str] = Field(
+        default_factory=list,
+        description="Ids of the runs whose signed statement verifies with this server's attestation key",
+    )
     notes: list[Note]
     notes_cursor: str | None = Field(
         description="Query notes_cursor with it for the next notes; null: no more"
@@ -515,3 +519,26 @@ class RunFinished(Out):
     needs_human: NeedsHuman | None = Field(
         default=None, description="Why the task now waits for a human, when the run sent it there"
     )
+
+
+class AttestationKey(Out):
+    keyid: str = Field(description="sha256 (hex) of the key's DER SubjectPublicKeyInfo; the DSSE keyid")
+    scheme: str = Field(description="ed25519 (local) or ecdsa-sha2-nistp256 (AWS KMS)")
+    pem: str
+    jwk: dict[str, str]
+
+
+class ChainMismatch(Out):
+    task: str
+    event: str | None = Field(
+        description="The first event (H#<seq>) that does not match; null: the task's head"
+    )
+    reason: str
+
+
+class AuditOut(Out):
+    project: str
+    ok: bool
+    tasks: int
+    events: int
+    mismatches: list[ChainMismatch] = Field(description="The first mismatch of each task that has one")

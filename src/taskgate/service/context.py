@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskgate import telemetry
+from taskgate.domain import chain
 from taskgate.domain.clock import Clock, SystemClock
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
@@ -31,6 +32,7 @@ from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
 if TYPE_CHECKING:
+    from taskgate.service.attestations import Attestor
     from taskgate.service.images import TaskDefinitions
 
 T = TypeVar("T")
@@ -53,11 +55,15 @@ class Context:
     # The cloud's registrar of a task definition per verifier image (service/images.py); None
     # where there is no cloud (a local server keeps an image in the config and registers nothing).
     task_definitions: TaskDefinitions | None = None
+    # The server's attestation key (service/attestations.py): decisions and acceptances are
+    # signed with it. None: nothing is signed (a context for tests of other rules).
+    attestor: Attestor | None = None
 
     # -- commits -----------------------------------------------------------------------------
 
     def commit(self, ops: Sequence[Op]) -> None:
         """The one way a use case writes. A lost race is an answer: E_CONFLICT, nothing written."""
+        _check_chained(ops)
         try:
             self.store.commit(ops)
         except ConflictError as exc:
@@ -135,6 +141,17 @@ class Context:
             yield records.load(Task, item)
 
 
+def _check_chained(ops: Sequence[Op]) -> None:
+    """A task event is written only with its task, whose head is that event's hash: a use case
+    that forgot `chained` fails here, in every test that reaches it, not in an audit later."""
+    puts = {(op.item.pk, op.item.sk): op.item for op in ops if isinstance(op, Put)}
+    for (pk, sk), item in puts.items():
+        if pk.startswith("T#") and sk.startswith("H#"):
+            task = puts.get(records.task_key(item.data["task_id"]))
+            if task is None or task.data.get("history_head") != chain.digest(item.data):
+                raise AssertionError(f"event {pk}/{sk} is not chained to its task in the same commit")
+
+
 def event(
     who: Acting | str,
     action: str,
@@ -162,7 +179,14 @@ def event(
         from_status=from_status,
         to_status=to_status,
         detail={k: v for k, v in detail.items() if v is not None},
+        prev=task.history_head if task else None,
     )
+
+
+def chained(new: Task, ev: HistoryEvent) -> Task:
+    """The task as it is written with its event `ev`: its chain head is now that event's hash
+    (domain/chain.py). Every commit of a task event goes with its task (Context.commit checks)."""
+    return new.model_copy(update={"history_head": chain.digest(records.event_item(ev).data)})
 
 
 def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put:
