@@ -152,6 +152,7 @@ class Stack:
     dynamodb: Any
     ecs: Any
     streams: Any
+    kms_key_arn: str = ""
     _iterators: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -258,6 +259,10 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
             ),
         )["Role"]["Arn"]
         cluster = ecs.create_cluster(clusterName=f"{table}-verifiers")["cluster"]["clusterArn"]
+        key_props = resource("AttestationKey")["Properties"]
+        kms_key = session.client("kms", region_name=REGION).create_key(
+            KeySpec=key_props["KeySpec"], KeyUsage=key_props["KeyUsage"]
+        )["KeyMetadata"]
         api_host = "abc123.execute-api.us-east-1.amazonaws.com"
         refs = {
             "AWS::StackName": table,
@@ -293,6 +298,11 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
                 "VerifierAssignPublicIp": "ENABLED",
             },
         )
+        # The attestation key, as the API and MCP functions are given it.
+        env["TASKGATE_KMS_KEY_ID"] = resolve(
+            resource("ApiFunction")["Properties"]["Environment"]["Variables"]["TASKGATE_KMS_KEY_ID"],
+            {"AttestationKey": kms_key["KeyId"]},
+        )
         env.update(
             {
                 "AWS_LAMBDA_FUNCTION_NAME": "",  # not in Lambda: Powertools leaves tracing off
@@ -321,6 +331,7 @@ def stack(extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
                 dynamodb=ddb,
                 ecs=ecs,
                 streams=streams,
+                kms_key_arn=kms_key["Arn"],
             )
         finally:
             runtime.reset()

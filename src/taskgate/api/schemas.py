@@ -174,6 +174,12 @@ class TaskOut(Out):
     claim: ClaimOut | None
     live_run: str | None
     verifier_errors_in_row: int
+    history_head: str | None = Field(
+        default=None, description="sha256 of the task's last history event: the head of its hash chain"
+    )
+    attestation_head: str | None = Field(
+        default=None, description="sha256 of the payload of the task's last signed statement"
+    )
     needs_human: NeedsHuman | None = Field(
         description="While the task is in needs_human: why (attempts used up, verifier errors, a "
         "spec error, an escalation, a reported failure) and the reason in words"
