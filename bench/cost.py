@@ -81,6 +81,10 @@ USD_PER_HTTP_API_REQUEST = 1.00 / 1e6  # first 300 million a month
 USD_PER_CLOUDFRONT_REQUEST = 0.0100 / 10_000  # HTTPS, United States/Europe
 USD_PER_LOG_GB = 0.50  # CloudWatch Logs ingestion, Standard class
 USD_PER_TRACE = 5.00 / 1e6  # X-Ray traces recorded (the functions trace every invocation)
+# KMS: kms:Sign with the ECC_NIST_P256 attestation key is an asymmetric request (not RSA 2048):
+# $0.15 per 10,000 (https://aws.amazon.com/kms/pricing/). The key itself is $1 a month, whatever
+# the traffic: not a per-lifecycle cost.
+USD_PER_KMS_ASYMMETRIC_REQUEST = 0.15 / 10_000
 
 # Memory of each function in template.yaml (MB).
 MEMORY_MB = {"mcp": 1024, "api": 1024, "authorizer": 512, "dispatcher": 512}
@@ -612,6 +616,11 @@ class Figures:
     gb_s: float
     http: float
     log_bytes: float
+    kms_signs: float = 0.0  # kms:Sign per lifecycle: one per decided run and per acceptance
+
+    @property
+    def kms_usd(self) -> float:
+        return self.kms_signs * USD_PER_KMS_ASYMMETRIC_REQUEST
 
     @property
     def dynamodb_usd(self) -> float:
@@ -627,7 +636,7 @@ class Figures:
 
     @property
     def usd(self) -> float:
-        return self.dynamodb_usd + self.lambda_usd + self.http_usd
+        return self.dynamodb_usd + self.lambda_usd + self.http_usd + self.kms_usd
 
     @property
     def other_usd(self) -> float:
@@ -696,11 +705,18 @@ def measure(n: int, *, text: dict[str, Any], spec: bool, verification: bool) -> 
         meter = Meter(client, s.dynamodb, s.table, dynamodb_table_definition(s.table))
         run = Run(s, meter)
         project, keys, spec_id = setup(run, spec=spec, verification=verification, text=text)
+        signs: Counter[str] = Counter()
+        attestor = runtime.context().attestor  # the stack's KMS attestation key
+        if attestor is not None:
+            kms = attestor.signer._client  # type: ignore[attr-defined]
+            kms.meta.events.register("before-call.kms.Sign", lambda **_: signs.update(["Sign"]))
         started = time.perf_counter()
         for _ in range(n):
             lifecycle(run, project, text, keys, spec_id)
         elapsed = time.perf_counter() - started
-        return report(run, n), elapsed
+        figures = report(run, n)
+        figures.kms_signs = signs["Sign"] / n
+        return figures, elapsed
 
 
 def main() -> None:
@@ -739,6 +755,9 @@ def main() -> None:
     )
     print(
         f"requests_per_lifecycle={fmt(f.requests)} wru_per_lifecycle={fmt(f.wru)} rru_per_lifecycle={fmt(f.rru)}"
+    )
+    print(
+        f"  signing: kms_sign_per_lifecycle={fmt(f.kms_signs)} kms_usd_per_1000_lifecycles={f.kms_usd * k:.4f}"
     )
     print(f"cost_per_1000_lifecycles_usd={f.usd * k:.4f}")
 
