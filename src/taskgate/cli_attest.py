@@ -66,7 +66,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
     lines = [f"{m['task']} {m['event'] or '(head)'}: {m['reason']}" for m in out["mismatches"]]
-    summary = f"{out['tasks']} tasks, {out['events']} events: " + (
+    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: " + (
         "every chain matches" if out["ok"] else "MISMATCH"
     )
     _cli()._emit(args, out, "\n".join([summary, *lines]))

@@ -5,16 +5,17 @@ table (moto) is found, and the audit names the first event that does not match."
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from taskgate.domain.chain import digest, event_sk
-from taskgate.domain.models import Phase, Status
+from taskgate.domain.models import Phase, Status, VerificationRun
 from taskgate.domain.outcome import Evidence
 from taskgate.service import audit, records, review
 from taskgate.service.context import Context
-from tests.attest.support import raw_delete, raw_get, raw_set
+from tests.attest.support import raw_delete, raw_get, raw_set, signing_world
 from tests.service.scenarios import new_scene, reach
 from tests.support.evidence import run_verifier
 from tests.support.world import World
@@ -148,3 +149,55 @@ def test_a_commit_of_an_unchained_event_is_refused_before_it_is_written(world: W
         ctx.commit([put_task(task, new), put_event(ev)])
     assert world.ctx.task(tid).title != "renamed"
     assert event_sk(ev.seq) not in _events(world, tid)
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def signed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    with signing_world(request.param, tmp_path) as world:
+        yield world
+
+
+def test_a_history_rewritten_with_every_hash_recomputed_no_longer_matches_what_was_signed(
+    signed: World,
+) -> None:
+    """Whoever can write the database can recompute the chain; not the signed statements, which
+    name the chain head at each decision."""
+    tid = _history(signed)
+    assert _audit(signed).ok and _audit(signed).statements == 2  # the passed run, the acceptance
+    pk = records.task_pk(tid)
+    events = _events(signed, tid)
+    bodies = [raw_get(signed.store, pk, sk) for sk in events]
+    bodies[1]["actor"] = "agent:someone-else"  # type: ignore[index]  # who claimed it, rewritten
+    prev = None
+    for sk, body in zip(events, bodies, strict=True):
+        assert body is not None
+        if prev is not None:
+            body["prev"] = prev
+        raw_set(signed.store, pk, sk, body)
+        prev = digest(body)
+    task = raw_get(signed.store, *records.task_key(tid))
+    assert task is not None
+    task["history_head"] = prev
+    raw_set(signed.store, *records.task_key(tid), task)
+    done = _audit(signed)
+    [mismatch] = done.mismatches
+    run = next(r for r in _runs(signed, tid) if r.attestation_seq is not None)
+    assert mismatch.event == event_sk(run.attestation_seq or 0)
+    assert "rewritten after it was signed" in mismatch.reason
+
+
+def test_a_statement_edited_in_the_database_is_not_signed_any_more(signed: World) -> None:
+    tid = _history(signed)
+    [run] = _runs(signed, tid)
+    item = raw_get(signed.store, *records.run_key(tid, run.id))
+    assert item is not None
+    env = item["attestation"]
+    env["signatures"][0]["sig"] = env["signatures"][0]["sig"][::-1]
+    raw_set(signed.store, *records.run_key(tid, run.id), item)
+    [mismatch] = _audit(signed).mismatches
+    assert "not signed by this server's attestation key" in mismatch.reason
+
+
+def _runs(world: World, tid: str) -> list[VerificationRun]:
+    page = world.store.query(records.task_pk(tid), sk_prefix="R#", limit=50)
+    return [records.load(VerificationRun, i) for i in page.items]

@@ -547,4 +547,5 @@ class AuditOut(Out):
     ok: bool
     tasks: int
     events: int
+    statements: int = Field(description="Signed statements checked against the history they name")
     mismatches: list[ChainMismatch] = Field(description="The first mismatch of each task that has one")

@@ -67,5 +67,6 @@ def audit_project(project: str) -> AuditOut:
         ok=done.ok,
         tasks=done.tasks,
         events=done.events,
+        statements=done.statements,
         mismatches=[ChainMismatch(task=m.task_id, event=m.event, reason=m.reason) for m in done.mismatches],
     )
