@@ -124,6 +124,10 @@ FARGATE_USD_H = {
 USD_PER_PUBLIC_IPV4_H = 0.005
 # https://aws.amazon.com/secrets-manager/pricing/ (read 2025): per 10,000 API calls
 USD_PER_SECRET_CALL = 0.05 / 10_000
+# https://aws.amazon.com/kms/pricing/ (read 2026-12): kms:Sign with the ECC_NIST_P256 attestation
+# key is an asymmetric request (not RSA 2048): $0.15 per 10,000. The key itself is $1 a month,
+# whatever the traffic: not a per-lifecycle cost.
+USD_PER_KMS_ASYMMETRIC_REQUEST = 0.15 / 10_000
 
 # Memory of each function in template.yaml (MB).
 MEMORY_MB = {"mcp": 1024, "api": 1024, "authorizer": 512, "dispatcher": 512}
@@ -804,6 +808,7 @@ class Figures:
     log_bytes: float  # the functions' lines (and Lambda's own at PlatformLogLevel INFO)
     access_log_bytes: float
     traces: float  # X-Ray traces recorded
+    kms_signs: float = 0.0  # kms:Sign per lifecycle: one per decided run and per acceptance
 
     def items(self, settings: Settings) -> dict[str, float]:
         """Each charge of one lifecycle, usd."""
@@ -821,6 +826,7 @@ class Figures:
             # kept for the retention, priced uncompressed (an upper bound)
             "log_storage": log_gb * USD_PER_LOG_GB_MONTH * settings.retention_days / 30,
             "xray_traces": self.traces * USD_PER_TRACE,
+            "kms_sign": self.kms_signs * USD_PER_KMS_ASYMMETRIC_REQUEST,
         }
 
 
@@ -916,12 +922,19 @@ def measure(
         client = runtime.context().store._client  # type: ignore[attr-defined]
         meter = Meter(client, s.dynamodb, s.table, dynamodb_table_definition(s.table))
         run = Run(s, meter, settings, agents_via_cloudfront, HEARTBEAT_S)
+        signs: Counter[str] = Counter()
+        attestor = runtime.context().attestor  # the stack's KMS attestation key
+        if attestor is not None:
+            kms = attestor.signer._client  # type: ignore[attr-defined]
+            kms.meta.events.register("before-call.kms.Sign", lambda **_: signs.update(["Sign"]))
         project, keys, spec_id = setup(run, spec=spec, verification=verification, text=text)
         started = time.perf_counter()
         for _ in range(n):
             lifecycle(run, project, text, keys, spec_id)
         elapsed = time.perf_counter() - started
-        return report(run, n, fleet_rate), elapsed, run
+        figures = report(run, n, fleet_rate)
+        figures.kms_signs = signs["Sign"] / n
+        return figures, elapsed, run
 
 
 # -- a verification on Fargate -----------------------------------------------------------------
@@ -1050,13 +1063,13 @@ def main() -> None:
         f"(cache hits {fmt(run.auth_cache_hits / args.n)}) lambda_gb_s={fmt(f.gb_s)} "
         f"http_api_requests={fmt(f.http)} cloudfront_requests={fmt(f.cloudfront)} "
         f"bytes_out={f.bytes_out_api + f.bytes_out_cloudfront:.0f} log_bytes={f.log_bytes:.0f} "
-        f"access_log_bytes={f.access_log_bytes:.0f} xray_traces={fmt(f.traces)} "
+        f"access_log_bytes={f.access_log_bytes:.0f} xray_traces={fmt(f.traces)} kms_signs={fmt(f.kms_signs)} "
         f"(moto run: {args.n / elapsed:.1f} lifecycles/s)"
     )
     k = 1000
     items = f.items(settings)
     print("  per 1,000 lifecycles (usd): " + " ".join(f"{name}={v * k:.4f}" for name, v in items.items()))
-    control = {"dynamodb_writes", "dynamodb_reads", "lambda_requests", "lambda_duration", "http_api"}
+    control = {"dynamodb_writes", "dynamodb_reads", "lambda_requests", "lambda_duration", "http_api", "kms_sign"}
     print(
         f"  of which dynamodb+lambda+http_api={sum(v for n_, v in items.items() if n_ in control) * k:.4f} "
         f"cloudfront+data_out+logs+xray={sum(v for n_, v in items.items() if n_ not in control) * k:.4f}"

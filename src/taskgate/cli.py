@@ -558,6 +558,10 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--repo", required=True)
     se.set_defaults(func=cmd_spec_export)
     authoring.register(spec, task, proj, common, _authored)
+
+    from taskgate import cli_attest  # proof of verification: attest key/export/verify, audit verify
+
+    cli_attest.register(sub, common)
     return p
 
 

@@ -39,7 +39,16 @@ class Client:
         self.token = token
         self.timeout = timeout
 
-    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        *,
+        as_text: bool = False,
+    ) -> Any:
+        """The JSON answer (`as_text`: the body as text, for answers that are not one JSON value)."""
         url = self.server + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
@@ -52,7 +61,7 @@ class Client:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                raw = resp.read()
+                body_bytes = resp.read()
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             try:
@@ -66,4 +75,6 @@ class Client:
             raise ApiError(
                 0, {"code": "E_UNREACHABLE", "message": f"cannot reach {self.server}: {exc.reason}"}
             ) from exc
-        return json.loads(raw) if raw else None
+        if as_text:
+            return body_bytes.decode("utf-8")
+        return json.loads(body_bytes) if body_bytes else None

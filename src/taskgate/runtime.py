@@ -16,6 +16,12 @@ and on Lambda:
   TASKGATE_WORKERS          blocking calls (key lookups, tool bodies) run at once per event loop
   TASKGATE_ECS_TASK_DEFINITION  cloud: the stack's verifier task definition; with it, a saved
                             verifier config's image gets a revision of its own (service/images.py)
+  TASKGATE_ATTESTATION_KEY  local: the Ed25519 private key file decisions are signed with
+                            (`taskgate serve` makes <data-dir>/attestation-key.pem, 0600)
+  TASKGATE_KMS_KEY_ID       cloud: the KMS key (ECC_NIST_P256) decisions are signed with
+  TASKGATE_PUBLIC_URL       the board's URL, named in signed statements (optional)
+  TASKGATE_SERVER_ID        the URI signed summaries name as their verifier (default: the public
+                            URL, else urn:taskgate:key:<key id>)
 """
 
 from __future__ import annotations
@@ -27,9 +33,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskgate.service.context import Context
 from taskgate.store.port import Store
+
+if TYPE_CHECKING:
+    from taskgate.service.attestations import Attestor
+    from taskgate.signing.port import Signer
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,10 @@ class Settings:
     fault: str | None = None
     workers: int = 2  # as `taskgate serve --workers`; Lambda serves one request at a time anyway
     ecs_task_definition: str | None = None
+    attestation_key: str | None = None
+    kms_key_id: str | None = None
+    public_url: str | None = None
+    server_id: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -63,6 +78,10 @@ class Settings:
             fault=env.get("TASKGATE_FAULT") or None,
             workers=_positive(env.get("TASKGATE_WORKERS"), cls.workers),
             ecs_task_definition=env.get("TASKGATE_ECS_TASK_DEFINITION") or None,
+            attestation_key=env.get("TASKGATE_ATTESTATION_KEY") or None,
+            kms_key_id=env.get("TASKGATE_KMS_KEY_ID") or None,
+            public_url=env.get("TASKGATE_PUBLIC_URL") or None,
+            server_id=env.get("TASKGATE_SERVER_ID") or None,
         )
 
 
@@ -115,6 +134,23 @@ def open_store(settings: Settings) -> Store:
     return SQLiteStore(settings.db_path)
 
 
+def attestor(settings: Settings) -> Attestor | None:
+    """The attestation key the settings name: KMS in the cloud, a key file locally, else none."""
+    from taskgate.service.attestations import Attestor
+
+    if settings.kms_key_id:
+        from taskgate.signing.kms import KmsSigner
+
+        signer: Signer = KmsSigner(settings.kms_key_id, region_name=settings.region)
+    elif settings.attestation_key:
+        from taskgate.signing.local import LocalSigner
+
+        signer = LocalSigner(Path(settings.attestation_key))
+    else:
+        return None
+    return Attestor(signer, server_id=settings.server_id, public_url=settings.public_url)
+
+
 _lock = threading.Lock()
 _current: tuple[Settings, Context] | None = None
 
@@ -139,6 +175,7 @@ def context(settings: Settings | None = None) -> Context:
                 from taskgate.cloud.ecs import EcsTaskDefinitions  # the cloud only; boto3 on first use
 
                 ctx.task_definitions = EcsTaskDefinitions.from_env()
+            ctx.attestor = attestor(wanted)
             _current = (wanted, ctx)
         return _current[1]
 

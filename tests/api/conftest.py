@@ -13,6 +13,7 @@ import pytest
 from moto import mock_aws
 
 from taskgate import runtime
+from taskgate.signing.local import ensure_key
 from taskgate.store.schema import dynamodb_table_definition
 from tests.api.support import ADMIN_HASH, Env
 
@@ -32,6 +33,9 @@ def _sqlite_env(mp: pytest.MonkeyPatch, db: Path) -> None:
     mp.setenv("TASKGATE_DB", str(db))
     mp.setenv("TASKGATE_ADMIN_TOKEN_HASH", ADMIN_HASH)
     mp.setenv("TASKGATE_ADMIN_NAME", "admin")
+    key = db.parent / "attestation-key.pem"  # as `taskgate serve` makes it in its data dir
+    ensure_key(key)
+    mp.setenv("TASKGATE_ATTESTATION_KEY", str(key))
     _reset_runtime()
 
 

@@ -79,6 +79,21 @@ def _docs(env: Env, caller: str) -> Req:
     return Req("/api/docs")
 
 
+@row("GET", "/api/attestations/key", 200)
+def _attestation_key(env: Env, caller: str) -> Req:
+    return Req("/api/attestations/key")
+
+
+@row("GET", "/api/tasks/{task_id}/attestations", 200)
+def _attestations(env: Env, caller: str) -> Req:
+    return Req(f"/api/tasks/{env.task(MAIN)}/attestations")
+
+
+@row("GET", "/api/projects/{project}/audit", 200)
+def _audit(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{MAIN}/audit")
+
+
 # -- projects ---------------------------------------------------------------------------------
 
 
@@ -367,7 +382,12 @@ def test_who_may_call_what() -> None:
     """The declarations themselves: three public routes, verifier routes only under
     /api/verifier, everything else for humans."""
     public = {r.key for r in ROUTES if r.access is Access.PUBLIC}
-    assert public == {("GET", "/api/health"), ("GET", "/api/openapi.json"), ("GET", "/api/docs")}
+    assert public == {
+        ("GET", "/api/health"),
+        ("GET", "/api/openapi.json"),
+        ("GET", "/api/docs"),
+        ("GET", "/api/attestations/key"),  # a public key: anyone verifies statements with it
+    }
     for r in ROUTES:
         if r.path.startswith("/api/verifier/"):
             want = Access.REVIEWER if r.path.endswith("/review") else Access.LOCAL_VERIFIER

@@ -152,6 +152,7 @@ class Stack:
     dynamodb: Any
     ecs: Any
     streams: Any
+    kms_key_arn: str = ""
     _iterators: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -263,6 +264,10 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
             clusterName=f"{table}-verifiers",
             capacityProviders=resource("VerifierCluster")["Properties"]["CapacityProviders"],
         )["cluster"]["clusterArn"]
+        key_props = resource("AttestationKey")["Properties"]
+        kms_key = session.client("kms", region_name=REGION).create_key(
+            KeySpec=key_props["KeySpec"], KeyUsage=key_props["KeyUsage"]
+        )["KeyMetadata"]
         api_host = "abc123.execute-api.us-east-1.amazonaws.com"
         refs = {
             "AWS::StackName": table,
@@ -300,6 +305,11 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
             },
             conditions,
         )
+        # The attestation key, as the API and MCP functions are given it.
+        env["TASKGATE_KMS_KEY_ID"] = resolve(
+            resource("ApiFunction")["Properties"]["Environment"]["Variables"]["TASKGATE_KMS_KEY_ID"],
+            {"AttestationKey": kms_key["KeyId"]},
+        )
         env.update(
             {
                 "AWS_LAMBDA_FUNCTION_NAME": "",  # not in Lambda: Powertools leaves tracing off
@@ -328,6 +338,7 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
                 dynamodb=ddb,
                 ecs=ecs,
                 streams=streams,
+                kms_key_arn=kms_key["Arn"],
             )
         finally:
             runtime.reset()

@@ -188,6 +188,25 @@ def test_the_limits_the_design_names() -> None:
     ]
 
 
+def test_only_the_functions_that_decide_or_accept_may_sign_and_only_with_the_attestation_key() -> None:
+    key = resource("AttestationKey")["Properties"]
+    assert (key["KeySpec"], key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    signers = {}
+    for role in set(FUNCTIONS.values()) | {"VerifierExecutionRole"}:
+        sts = [st for st in _statements(role, _FakeRefs()) if any(a.startswith("kms:") for a in st["Action"])]
+        if sts:
+            signers[role] = sts
+    assert set(signers) == {"ApiRole", "McpRole"}
+    for sts in signers.values():
+        assert sorted(a for st in sts for a in st["Action"]) == ["kms:GetPublicKey", "kms:Sign"]
+        for st in sts:
+            assert st["Resource"] == ["<AttestationKey.Arn>"]
+            if "kms:Sign" in st["Action"]:
+                assert st["Condition"] == {"StringEquals": {"kms:SigningAlgorithm": "ECDSA_SHA_256"}}
+    api_env = resource("ApiFunction")["Properties"]["Environment"]["Variables"]
+    assert api_env["TASKGATE_KMS_KEY_ID"] == {"Ref": "AttestationKey"}
+
+
 def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight() -> None:
     props = resource("VerifierTaskDefinition")["Properties"]
     assert "TaskRoleArn" not in props
@@ -330,6 +349,10 @@ class Recorder:
                 self.requests.append(
                     Request("s3:DeleteObject", f"arn:aws:s3:::{params['Bucket']}/{obj['Key']}")
                 )
+        elif service == "kms" and op in ("Sign", "GetPublicKey"):
+            arn = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{params['KeyId']}"
+            context = {"kms:SigningAlgorithm": [params["SigningAlgorithm"]]} if op == "Sign" else {}
+            self.requests.append(Request(f"kms:{op}", arn, context))
         elif service == "cloudfront" and op == "CreateInvalidation":
             arn = f"arn:aws:cloudfront::{ACCOUNT}:distribution/{params['DistributionId']}"
             self.requests.append(Request("cloudfront:CreateInvalidation", arn))
@@ -403,6 +426,7 @@ def _refs(s: Stack, bucket: str = "board-bucket", distribution: str = "E00000000
             "VerifierExecutionRole.Arn": s.execution_role,
             "BoardBucket.Arn": f"arn:aws:s3:::{bucket}",
             "Distribution": distribution,
+            "AttestationKey.Arn": s.kms_key_arn,
         }
     )
 
@@ -464,6 +488,24 @@ def test_mcp_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
     assert (
         json.loads(tool("claim_task", {"project": "shop"})["body"])["result"]["isError"] is True
     )  # none ready
+    # A delegated agent accepts it for the human: the acceptance's summary is signed (kms:Sign).
+    lead = keys.create(
+        s.ctx, HUMAN, kind=CredentialKind.AGENT, name="lead", delegations=["human:alice"]
+    ).secret
+    answer = s.invoke(authorizer.handler, authorizer_event(lead))
+    body = rpc(
+        "tools/call",
+        {
+            "name": "accept_tasks",
+            "arguments": {"project": "shop", "task_ids": [tid], "on_behalf_of": "human:alice"},
+        },
+        version=LEGACY,
+    )
+    accepted = rec.run(
+        mcp.handler, behind_authorizer(v2_event(body, headers=mcp_headers(lead, LEGACY, body)), answer)
+    )
+    assert json.loads(accepted["body"])["result"]["isError"] is False, accepted
+    assert tasks.get(s.ctx, HUMAN, tid).attestation_head is not None
     # A task under an approved spec: its create is conditioned on the spec (a ConditionCheck).
     spec = specs.create(s.ctx, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
     specs.approve(s.ctx, HUMAN, "shop", spec.id)
@@ -525,7 +567,27 @@ def test_api_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
         ),
         answer,
     )
-    assert rec.run(api.handler, event)["statusCode"] == 201
+    started = rec.run(api.handler, event)
+    assert started["statusCode"] == 201
+    # The verifier's finish: the server decides and signs the run's statement (kms:Sign).
+    run_id = json.loads(started["body"])["run_id"]
+    finish = behind_authorizer(
+        v2_event(
+            {"checks": {"unit": {"exit_code": 0}}, "results": {}},
+            method="POST",
+            path=f"/api/verifier/runs/{tid}/{run_id}/finish",
+            headers={"authorization": f"Bearer {verifier_key}"},
+        ),
+        s.invoke(
+            authorizer.handler,
+            authorizer_event(verifier_key, route=f"POST /api/verifier/runs/{tid}/{run_id}/finish"),
+        ),
+    )
+    finished = rec.run(api.handler, finish)
+    assert finished["statusCode"] == 200, finished
+    assert json.loads(finished["body"])["run"]["attestation"]["signatures"]
+    key = rec.run(api.handler, v2_event(None, method="GET", path="/api/attestations/key"))
+    assert key["statusCode"] == 200 and json.loads(key["body"])["scheme"] == "ecdsa-sha2-nistp256"
     # A task under an approved spec: its create is conditioned on the spec (a ConditionCheck).
     spec = specs.create(s.ctx, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
     specs.approve(s.ctx, HUMAN, "shop", spec.id)

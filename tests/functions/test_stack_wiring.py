@@ -48,6 +48,7 @@ def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
     assert api_env == {
         "TASKGATE_ECS_TASK_DEFINITION": {"Ref": "VerifierTaskDefinition"},
         "TASKGATE_ECS_CONTAINER": container["Name"],
+        "TASKGATE_KMS_KEY_ID": {"Ref": "AttestationKey"},  # decided runs and acceptances are signed
     }
     assert _env("DispatcherFunction")["TASKGATE_ECS_TASK_DEFINITION"] == {"Ref": "VerifierTaskDefinition"}
     # The nightly schedule invokes the dispatcher, which starts one container per project.

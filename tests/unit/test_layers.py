@@ -1,4 +1,4 @@
-"""Arrows point down only: mcp/api/auth/local -> service -> domain + store; domain imports
+"""Arrows point down only: mcp/api/auth/local -> service -> domain + store + signing; domain imports
 nothing of ours. Read from the source (every import statement, lazy ones included)."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "taskgate"
 ALLOWED = {
     "domain": set(),
     "store": {"domain", "telemetry"},
-    "service": {"domain", "store", "telemetry"},
+    "signing": {"domain"},  # the attestation key: a port with adapters, like the store
+    "service": {"domain", "store", "signing", "telemetry"},
     "auth": {"domain", "store", "service", "runtime", "telemetry"},
 }
 

@@ -57,6 +57,22 @@ export async function api(method, path, body, query) {
   return data;
 }
 
+// An answer that is not JSON (a JSON Lines bundle), as text; refusals still come back as ApiError.
+export async function text(path) {
+  let res = await send("GET", path);
+  if (res.status === 401 && (await conn.refresh())) res = await send("GET", path);
+  const body = await res.text();
+  if (res.ok) return body;
+  let data;
+  try {
+    data = JSON.parse(body);
+  } catch {
+    data = { code: `HTTP_${res.status}`, message: body.slice(0, 200) };
+  }
+  if (res.status === 401) conn.signedOut(new ApiError(401, data));
+  throw new ApiError(res.status, data);
+}
+
 export const get = (path, query) => api("GET", path, undefined, query);
 export const post = (path, body) => api("POST", path, body);
 export const put = (path, body) => api("PUT", path, body);

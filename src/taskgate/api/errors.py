@@ -31,6 +31,7 @@ HINTS: dict[ErrorCode, str] = {
     ErrorCode.CONFLICT: "Someone changed this at the same time; reload and try again.",
     ErrorCode.NOTHING_READY: "No task is ready right now.",
     ErrorCode.UNAUTHORIZED: "Sign in again: the credential is missing, unknown or revoked.",
+    ErrorCode.UNAVAILABLE: "Nothing was changed; try again in a minute.",
 }
 
 

@@ -174,6 +174,12 @@ class TaskOut(Out):
     claim: ClaimOut | None
     live_run: str | None
     verifier_errors_in_row: int
+    history_head: str | None = Field(
+        default=None, description="sha256 of the task's last history event: the head of its hash chain"
+    )
+    attestation_head: str | None = Field(
+        default=None, description="sha256 of the payload of the task's last signed statement"
+    )
     needs_human: NeedsHuman | None = Field(
         description="While the task is in needs_human: why (attempts used up, verifier errors, a "
         "spec error, an escalation, a reported failure) and the reason in words"
@@ -250,6 +256,10 @@ class TaskDetail(Out):
         description="Query history_cursor with it for more history; null: no more"
     )
     runs: list[VerificationRun]
+    signed_runs: list[str] = Field(
+        default_factory=list,
+        description="Ids of the runs whose signed statement verifies with this server's attestation key",
+    )
     notes: list[Note]
     notes_cursor: str | None = Field(
         description="Query notes_cursor with it for the next notes; null: no more"
@@ -515,3 +525,27 @@ class RunFinished(Out):
     needs_human: NeedsHuman | None = Field(
         default=None, description="Why the task now waits for a human, when the run sent it there"
     )
+
+
+class AttestationKey(Out):
+    keyid: str = Field(description="sha256 (hex) of the key's DER SubjectPublicKeyInfo; the DSSE keyid")
+    scheme: str = Field(description="ed25519 (local) or ecdsa-sha2-nistp256 (AWS KMS)")
+    pem: str
+    jwk: dict[str, str]
+
+
+class ChainMismatch(Out):
+    task: str
+    event: str | None = Field(
+        description="The first event (H#<seq>) that does not match; null: the task's head"
+    )
+    reason: str
+
+
+class AuditOut(Out):
+    project: str
+    ok: bool
+    tasks: int
+    events: int
+    statements: int = Field(description="Signed statements checked against the history they name")
+    mismatches: list[ChainMismatch] = Field(description="The first mismatch of each task that has one")

@@ -19,6 +19,7 @@ class ErrorCode(StrEnum):
     CONFLICT = "E_CONFLICT"
     NOTHING_READY = "E_NOTHING_READY"
     UNAUTHORIZED = "E_UNAUTHORIZED"
+    UNAVAILABLE = "E_UNAVAILABLE"  # a service the decision needs (the attestation key) did not answer
 
 
 # What a caller should do next; shown to agents so a model can recover without a human.
@@ -37,6 +38,7 @@ HINTS: dict[ErrorCode, str] = {
     ErrorCode.CONFLICT: "Someone changed this at the same time; re-read and try again.",
     ErrorCode.NOTHING_READY: "No task is ready right now; try again later or ask for new tasks.",
     ErrorCode.UNAUTHORIZED: "Send a valid key as 'Authorization: Bearer <key>'.",
+    ErrorCode.UNAVAILABLE: "Nothing was changed; call again in a minute.",
 }
 
 
@@ -55,6 +57,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.CONFLICT: 409,
     ErrorCode.VALIDATION: 422,
     ErrorCode.EMPTY_CRITERIA: 422,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 

@@ -308,6 +308,10 @@ class Task(Record):
     live_run: str | None = None
     verifier_errors_in_row: int = 0
     needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
+    # sha256 of the task's last history event (domain/chain.py), written in the same commit
+    history_head: str | None = None
+    # sha256 of the payload of the task's last signed statement: the next one names it
+    attestation_head: str | None = None
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -339,6 +343,8 @@ class HistoryEvent(Record):
     from_status: Status | None = None
     to_status: Status | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
+    # A task event: sha256 of the task's event before it (None for its first; domain/chain.py)
+    prev: str | None = None
 
 
 class Decision(Record):
@@ -420,4 +426,17 @@ class VerificationRun(Record):
     summary: str = ""
     checks: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
+    # The signed test-result statement of the decision (a DSSE envelope), and the task version
+    # it was committed with (the order of a task's statements)
+    attestation: dict[str, Any] | None = None
+    attestation_seq: int | None = None
     version: int = 0
+
+
+class Attestation(Record):
+    """A signed statement that is not a run's (an acceptance's summary), kept under its task."""
+
+    task_id: str
+    seq: int  # the task version it was committed with
+    at: datetime
+    envelope: dict[str, Any]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from taskgate.service import secrets
+from taskgate.signing.local import KEY_FILE, ensure_key
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -77,6 +78,12 @@ def configure(options: ServeOptions) -> tuple[str, Path]:
     os.environ["TASKGATE_ADMIN_TOKEN_HASH"] = secrets.digest(token)
     os.environ["TASKGATE_ADMIN_NAME"] = options.admin_name
     os.environ["TASKGATE_STORE"] = options.store
+    key_path = options.data_dir / KEY_FILE
+    ensure_key(key_path)
+    os.environ["TASKGATE_ATTESTATION_KEY"] = str(key_path)
+    if not os.environ.get("TASKGATE_PUBLIC_URL"):
+        host = f"[{options.host}]" if ":" in options.host else options.host
+        os.environ["TASKGATE_PUBLIC_URL"] = f"http://{host}:{options.port}"
     os.environ["TASKGATE_WORKERS"] = str(options.workers)
     if options.store == "sqlite":
         os.environ["TASKGATE_DB"] = str(options.data_dir / "taskgate.db")

@@ -30,7 +30,7 @@ from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import OPEN_STATUSES, Spec, SpecStatus, Status, Task
 from taskgate.service import records
-from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
+from taskgate.service.context import SYSTEM, Context, chained, event, put_event, put_task
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Op, Put
 
@@ -183,6 +183,7 @@ def sync_task(ctx: Context, task_id: str) -> bool:
                 spec=spec.id,
                 risk=spec.risk.value,
             )
+            new = chained(new, ev)
         ctx.commit([put_task(task, new), put_event(ev), _spec_guard(spec)])
         return True
 

@@ -37,7 +37,7 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import cascades, commits, records, secrets
-from taskgate.service.context import MAX_LINE_CHARS, Context, event, lines, put_event, put_task, text
+from taskgate.service.context import MAX_LINE_CHARS, Context, chained, event, lines, put_event, put_task, text
 from taskgate.service.transitions import move
 from taskgate.store.port import Check
 from taskgate.store.port import Op as StoreOp
@@ -325,7 +325,7 @@ def heartbeat(
         ev = event(
             who, "heartbeat", project=task.project, at=now, task=task, phase=claim_.phase.value, note=note
         )
-        return _commit_move(ctx, task, new, ev)
+        return _commit_move(ctx, task, chained(new, ev), ev)
     return _holder_commit(ctx, task, new)
 
 

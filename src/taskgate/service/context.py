@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskgate import telemetry
+from taskgate.domain import chain
 from taskgate.domain.clock import Clock, SystemClock
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
@@ -32,6 +33,7 @@ from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
 if TYPE_CHECKING:
+    from taskgate.service.attestations import Attestor
     from taskgate.service.images import TaskDefinitions
 
 T = TypeVar("T")
@@ -57,11 +59,15 @@ class Context:
     # Which task each caller was just shown first (service/offers.py): one per process in use;
     # a test that needs repeatable choices gives its context one of its own, on its own clock.
     offers: Offers = field(default_factory=lambda: OFFERS)
+    # The server's attestation key (service/attestations.py): decisions and acceptances are
+    # signed with it. None: nothing is signed (a context for tests of other rules).
+    attestor: Attestor | None = None
 
     # -- commits -----------------------------------------------------------------------------
 
     def commit(self, ops: Sequence[Op]) -> None:
         """The one way a use case writes. A lost race is an answer: E_CONFLICT, nothing written."""
+        _check_chained(ops)
         try:
             self.store.commit(ops)
         except ConflictError as exc:
@@ -139,6 +145,17 @@ class Context:
             yield records.load(Task, item)
 
 
+def _check_chained(ops: Sequence[Op]) -> None:
+    """A task event is written only with its task, whose head is that event's hash: a use case
+    that forgot `chained` fails here, in every test that reaches it, not in an audit later."""
+    puts = {(op.item.pk, op.item.sk): op.item for op in ops if isinstance(op, Put)}
+    for (pk, sk), item in puts.items():
+        if pk.startswith("T#") and sk.startswith("H#"):
+            task = puts.get(records.task_key(item.data["task_id"]))
+            if task is None or task.data.get("history_head") != chain.digest(item.data):
+                raise AssertionError(f"event {pk}/{sk} is not chained to its task in the same commit")
+
+
 def event(
     who: Acting | str,
     action: str,
@@ -166,7 +183,14 @@ def event(
         from_status=from_status,
         to_status=to_status,
         detail={k: v for k, v in detail.items() if v is not None},
+        prev=task.history_head if task else None,
     )
+
+
+def chained(new: Task, ev: HistoryEvent) -> Task:
+    """The task as it is written with its event `ev`: its chain head is now that event's hash
+    (domain/chain.py). Every commit of a task event goes with its task (Context.commit checks)."""
+    return new.model_copy(update={"history_head": chain.digest(records.event_item(ev).data)})
 
 
 def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put:

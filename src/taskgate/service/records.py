@@ -16,6 +16,7 @@ T#<task id>   N#<time>#<rand>      note
 T#<task id>   NOTES                how many notes the task has (for the cap)
 T#<task id>   R#<time>#<run id>    verification run
 T#<task id>   D#<attempt>#<version> verifier dispatch (cloud: one Fargate task per submission)
+T#<task id>   A#<seq:08>           a signed statement of an acceptance (a run's sits on the run)
 KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 IMAGES        <image reference>    the task definition registered for a verifier image (cloud)
 """
@@ -37,6 +38,7 @@ from pydantic.fields import FieldInfo
 from taskgate.domain.clock import iso
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import (
+    Attestation,
     Credential,
     Decision,
     HistoryEvent,
@@ -278,6 +280,14 @@ def event_item(e: HistoryEvent) -> Item:
         # Keyed by the task version it was committed with: ordered, and unique by construction.
         return Item(task_pk(e.task_id), f"H#{e.seq:08d}", _body(e))
     return Item(f"PH#{e.project}", stamp(e.at), _body(e))
+
+
+def attestation_key(task_id: str, seq: int) -> tuple[str, str]:
+    return (task_pk(task_id), f"A#{seq:08d}")
+
+
+def attestation_item(a: Attestation) -> Item:
+    return Item(*attestation_key(a.task_id, a.seq), _body(a))
 
 
 def note_item(n: Note) -> Item:

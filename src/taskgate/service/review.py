@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -10,6 +11,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
+    Attestation,
     Finding,
     FindingSource,
     Project,
@@ -22,7 +24,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import cascades, records, refs
+from taskgate.service import attestations, cascades, records, refs
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import move
@@ -62,6 +64,24 @@ def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
     return [Put(records.run_item(done), run.version)]
 
 
+def _summary(
+    ctx: Context, task: Task, new: Task, spec: Spec | None, who: Acting, now: datetime, repo: str
+) -> Attestation | None:
+    """The signed verification summary of this acceptance (None without an attestation key)."""
+    if ctx.attestor is None:
+        return None
+    return attestations.for_acceptance(
+        ctx.attestor,
+        task=task,
+        new=new,
+        repo=repo,
+        spec=spec,
+        verified=task.status is Status.VERIFIED,
+        who=who.actor,
+        now=now,
+    )
+
+
 def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> Task:
     project_name, _ = parse_task_id(task_id)
 
@@ -93,12 +113,17 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
         )
         # Decided on the spec's risk as read: the commit holds only if the spec is still so.
         guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
+        repo = records.load(Project, read[keys[1]]).repo if keys[1] in read else ""
+        signed = _summary(ctx, task, new, spec, who, now, repo)
+        if signed is not None:
+            new = new.model_copy(update={"attestation_head": attestations.payload_digest(signed.envelope)})
         ctx.commit(
             [
                 put_task(task, new),
                 put_event(ev),
                 *_supersede_run(ctx, task),
                 *guard,
+                *([Put(records.attestation_item(signed))] if signed is not None else []),
             ]
         )
         return new.model_copy(update={"version": task.version + 1})

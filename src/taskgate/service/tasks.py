@@ -27,7 +27,7 @@ from taskgate.domain.specs import KEPT_CHANGES, criteria_change, criteria_of, nu
 from taskgate.domain.spread import spread
 from taskgate.service import cascades, counters, human_moves, records, refs, requests
 from taskgate.service.claims import settle_expiry, settle_project
-from taskgate.service.context import Context, event, put_event, put_task, storable
+from taskgate.service.context import Context, chained, event, put_event, put_task, storable
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 from taskgate.service.transitions import move
 from taskgate.store.port import Check, Item, Put
@@ -189,6 +189,7 @@ def create(
             who, action.value, project=project, at=now, task=task, to_status=target, warnings=warnings or None
         )
         marker = [request.record(tid, warnings=warnings)] if request is not None else []
+        task = chained(task, ev)
         ctx.commit([counter, put_task(None, task), put_event(ev), *guards, *marker, *indexed.ops])
         return Written(task.model_copy(update={"version": 1}), warnings)
 
@@ -343,6 +344,7 @@ def update(
         else:
             new = new.model_copy(update=changes)
             ev = event(who, "updated", project=project, at=now, task=old, **detail)
+            new = chained(new, ev)
         ctx.commit([put_task(old, new), put_event(ev), *guards, *indexed.ops])
         return Written(new.model_copy(update={"version": old.version + 1}), warnings)
 

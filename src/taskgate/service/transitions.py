@@ -15,7 +15,7 @@ from taskgate.domain.lifecycle import (
 )
 from taskgate.domain.models import Attempt, HistoryEvent, Project, Status, Task
 from taskgate.domain.principals import Acting
-from taskgate.service.context import event
+from taskgate.service.context import chained, event
 
 
 def move(
@@ -93,7 +93,7 @@ def move(
         attempts_exhausted=True if out.exhausted else None,
         **detail,
     )
-    return new, ev
+    return chained(new, ev), ev
 
 
 def end_attempt(task: Task, now: datetime, **fields: Any) -> list[Attempt]:

@@ -29,8 +29,8 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.domain.text import plain
-from taskgate.service import records
-from taskgate.service.context import SYSTEM, Context, event, put_event, put_task
+from taskgate.service import attestations, records
+from taskgate.service.context import SYSTEM, Context, chained, event, put_event, put_task
 from taskgate.service.transitions import move
 from taskgate.store.port import Put
 
@@ -206,6 +206,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         run=run.id,
         commit_sha=submission.commit_sha,
     )
+    new = chained(new, ev)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(run))])
     spec = ctx.spec(project_name, task.spec_id) if task.spec_id else None
     criteria = criteria_of(task, spec)
@@ -412,6 +413,24 @@ def finish(
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
         }
     )
+    if ctx.attestor is not None:
+        # Signed before the commit and written in it: one kms:Sign per decided run, and a
+        # decision never stands without its statement.
+        envelope, payload_sha = attestations.for_run(
+            ctx.attestor,
+            task=task,
+            new=new,
+            repo=project.repo,
+            run=done,
+            verdict=verdict.verdict.value,
+            config=cfg.model_dump(mode="json") if cfg is not None else None,
+            spec=spec,
+            criteria=[c.model_dump(mode="json") for c in criteria],
+            error=error,
+            now=now,
+        )
+        done = done.model_copy(update={"attestation": envelope, "attestation_seq": task.version + 1})
+        new = new.model_copy(update={"attestation_head": payload_sha})
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
     return done.model_copy(update={"version": run.version + 1}), new.model_copy(
         update={"version": task.version + 1}

@@ -2,10 +2,10 @@
 // the last run, attempts and findings, verification runs with each check, notes, the full
 // history with actor and on_behalf_of), and what a human can do with it from here.
 
-import { enc, get, patch, post } from "../api.js";
+import { enc, get, patch, post, text } from "../api.js";
 import { countdown, duration, h, label, rerender, when } from "../dom.js";
 import { criteriaEditor, criteriaInput } from "../criteria.js";
-import { actionDialog, notify, refusal } from "../ui.js";
+import { actionDialog, notify, refusal, showRefusal } from "../ui.js";
 import { flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
 import { eventDetail } from "../eventtext.js";
 
@@ -435,11 +435,30 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     );
   }
 
-  function runsSection(runs) {
-    if (!runs.length) return section("Verification runs", "runs", h("p", { class: "muted" }, "No runs."));
+  // The task's signed statements as the in-toto JSON Lines bundle `taskgate attest verify` reads.
+  async function downloadStatements(task) {
+    try {
+      const body = await text(`/api/tasks/${enc(task.id)}/attestations`);
+      const link = h("a", { href: URL.createObjectURL(new Blob([body], { type: "application/jsonl" })), download: `${task.id}.intoto.jsonl` });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+    } catch (err) {
+      showRefusal(err);
+    }
+  }
+
+  function runsSection(runs, task) {
+    const signed = new Set(data.signed_runs || []);
+    const download = task.attestation_head
+      ? h("p", {}, h("button", { type: "button", class: "download-statements", onClick: () => downloadStatements(task) }, "Download signed statements (.intoto.jsonl)"))
+      : null;
+    if (!runs.length) return section("Verification runs", "runs", download, h("p", { class: "muted" }, "No runs."));
     return section(
       "Verification runs",
       "runs",
+      download,
       h(
         "ol",
         { class: "runs" },
@@ -447,7 +466,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
           h(
             "li",
             { class: `run run-${r.status}` },
-            h("p", {}, h("strong", {}, r.id), " ", resultBadge(r.status), ` attempt ${r.attempt} · commit ${r.commit_sha.slice(0, 12)} · ${when(r.started_at)}${r.finished_at ? ` → ${when(r.finished_at)}` : ""}`),
+            h("p", {}, h("strong", {}, r.id), " ", resultBadge(r.status), signed.has(r.id) ? [" ", h("span", { class: "signed-badge", title: "the server's signed in-toto statement of this decision verifies with its attestation key" }, "signed")] : null, ` attempt ${r.attempt} · commit ${r.commit_sha.slice(0, 12)} · ${when(r.started_at)}${r.finished_at ? ` → ${when(r.finished_at)}` : ""}`),
             r.summary ? h("p", {}, r.summary) : null,
             Object.keys(r.checks).length
               ? h(
@@ -583,7 +602,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         : null,
       criteriaSection(task, runs),
       attemptsSection(task),
-      runsSection(runs),
+      runsSection(runs, task),
       notesSection(task, notes),
       historySection(history, data.truncated),
     ];

@@ -27,7 +27,7 @@ from taskgate.api.schemas import (
 )
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import Note, Status
-from taskgate.service import review, tasks
+from taskgate.service import attestations, review, tasks
 
 H = Access.HUMAN
 TAGS = ("tasks",)
@@ -94,11 +94,13 @@ def get_task(
     task = tasks.get(ctx, who, task_id)
     history, next_history = tasks.history_page(ctx, who, task_id, limit=limit, cursor=history_cursor)
     notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
+    runs = tasks.runs(ctx, who, task_id)
     return TaskDetail(
         task=TaskOut.of(task, ctx.project(task.project).verification_on),
         history=history,
         history_cursor=next_history,
-        runs=tasks.runs(ctx, who, task_id),
+        runs=runs,
+        signed_runs=[r.id for r in runs if attestations.signed_by(ctx.attestor, r.attestation)],
         notes=notes,
         notes_cursor=next_notes,
     )

@@ -1,0 +1,104 @@
+"""`taskgate attest ...` and `taskgate audit verify`: the proof-of-verification commands.
+
+`attest verify` runs offline: the bundle and the public key are all it reads (the key from the
+server only when --key is not given)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _cli() -> Any:
+    from taskgate import cli  # the parser's module: its client and output helpers
+
+    return cli
+
+
+def cmd_attest_key(args: argparse.Namespace) -> None:
+    key = _cli()._client(args).call("GET", "/api/attestations/key")
+    _cli()._emit(args, key, f"key id: {key['keyid']}\nscheme: {key['scheme']}\n{key['pem'].rstrip()}")
+
+
+def cmd_attest_export(args: argparse.Namespace) -> None:
+    body = _cli()._client(args).call("GET", f"/api/tasks/{args.task}/attestations", as_text=True)
+    sys.stdout.write(body)
+
+
+def cmd_attest_verify(args: argparse.Namespace) -> int:
+    from taskgate.signing import bundle
+    from taskgate.signing.keys import PublicKey
+
+    try:
+        if args.key:
+            key = PublicKey.from_pem(Path(args.key).read_bytes())
+        else:
+            key = PublicKey.from_pem(
+                _cli()._client(args).call("GET", "/api/attestations/key")["pem"].encode()
+            )
+        lines = Path(args.file).read_text(encoding="utf-8").splitlines()
+        done = bundle.verify(lines, key, args.commit)
+    except (OSError, ValueError, bundle.Invalid) as exc:
+        if args.json:
+            print(json.dumps({"ok": False, "reason": str(exc)}))
+        else:
+            print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+    kinds = [s["predicateType"].rsplit("/", 2)[-2] for s in done.statements]
+    payload = {
+        "ok": True,
+        "keyid": key.key_id,
+        "statements": len(done.statements),
+        "commit": done.last_commit,
+    }
+    _cli()._emit(
+        args,
+        payload,
+        f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
+        f"chained; the last is about commit {done.last_commit}",
+    )
+    return 0
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
+    lines = [f"{m['task']} {m['event'] or '(head)'}: {m['reason']}" for m in out["mismatches"]]
+    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: " + (
+        "every chain matches" if out["ok"] else "MISMATCH"
+    )
+    _cli()._emit(args, out, "\n".join([summary, *lines]))
+    return 0 if out["ok"] else 1
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    attest = sub.add_parser("attest", help="signed statements of verification decisions").add_subparsers(
+        dest="sub", required=True
+    )
+    k = attest.add_parser("key", parents=[common], help="print the server's public attestation key")
+    k.set_defaults(func=cmd_attest_key)
+    e = attest.add_parser(
+        "export", parents=[common], help="print a task's signed statements (JSON Lines: > ID.intoto.jsonl)"
+    )
+    e.add_argument("task")
+    e.set_defaults(func=cmd_attest_export)
+    v = attest.add_parser(
+        "verify",
+        parents=[common],
+        help="check an exported bundle offline: signatures, key id, subjects, predicate types, chain",
+    )
+    v.add_argument("file")
+    v.add_argument("--key", help="the public key PEM (`taskgate attest key`); default: ask the server")
+    v.add_argument("--commit", help="the commit the last statement must be about")
+    v.set_defaults(func=cmd_attest_verify)
+
+    audit = sub.add_parser("audit", help="check history hash chains").add_subparsers(
+        dest="sub", required=True
+    )
+    a = audit.add_parser(
+        "verify", parents=[common], help="walk every task's history chain; exit 1 naming the first mismatch"
+    )
+    a.add_argument("project")
+    a.set_defaults(func=cmd_audit_verify)

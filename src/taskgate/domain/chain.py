@@ -1,0 +1,80 @@
+"""The tamper-evident history: each task event holds the sha256 of the event before it (`prev`),
+and the task item holds the sha256 of its last event (`history_head`), written in the same commit.
+
+Canonical form (what is hashed): the event's body as the store holds it (the JSON object the
+adapters store, "nothing here" defaults left out), serialised by RFC 8785 (JSON Canonicalization
+Scheme: sorted keys, no whitespace, UTF-8, ECMAScript number form), then sha256, lowercase hex.
+Hashing the stored body, not a model's full dump, keeps old chains valid when a field with an
+empty default is added later. rfc8785 is a library: the number and key-order rules of JCS are
+easy to get subtly wrong by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import rfc8785
+
+
+def canonical(data: Any) -> bytes:
+    return rfc8785.dumps(data)
+
+
+def digest(data: Any) -> str:
+    """sha256 (lowercase hex) of a JSON value's RFC 8785 form."""
+    return hashlib.sha256(canonical(data)).hexdigest()
+
+
+def event_sk(seq: int) -> str:
+    """A task event's sort key: the task version it was committed with (records.event_item)."""
+    return f"H#{seq:08d}"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The first place a task's stored history does not match its chain."""
+
+    task_id: str
+    event: str | None  # the event's sort key (H#<seq>); None: the task item's head
+    reason: str
+
+
+def first_mismatch(
+    task_id: str, head: str | None, events: Sequence[tuple[str, Mapping[str, Any]]]
+) -> Mismatch | None:
+    """Walk one task's events (sort key and stored body, in key order) against the chain: each
+    event must sit under its own key, name its task, and hold the hash of the event before it
+    (None for the first); the task's head must be the hash of the last. None: it all matches."""
+    prev: str | None = None
+    prev_sk: str | None = None
+    for sk, body in events:
+        seq = body.get("seq")
+        if body.get("task_id") != task_id or not isinstance(seq, int) or event_sk(seq) != sk:
+            return Mismatch(
+                task_id, sk, f"event {sk} is not where it was written (it says {task_id!r} seq {seq!r})"
+            )
+        if body.get("prev") != prev:
+            before = f"event {prev_sk}" if prev_sk else "nothing (it would be the first event)"
+            return Mismatch(
+                task_id,
+                sk,
+                f"event {sk} does not follow {before}: it holds prev {body.get('prev')!r}, "
+                f"the chain says {prev!r} (an event at or before it was changed, removed or moved)",
+            )
+        try:
+            prev = digest(dict(body))
+        except (TypeError, ValueError) as exc:  # a value JCS cannot write: not what we stored
+            return Mismatch(task_id, sk, f"event {sk} cannot be canonicalised: {exc}")
+        prev_sk = sk
+    if head != prev:
+        last = f"its last event {prev_sk}" if prev_sk else "no events"
+        return Mismatch(
+            task_id,
+            None,
+            f"the task's chain head {head!r} does not match {last} ({prev!r}): "
+            "the last event was changed or removed",
+        )
+    return None

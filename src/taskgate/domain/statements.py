@@ -1,0 +1,158 @@
+"""The in-toto Statements taskgate signs (in-toto Attestation Framework v1).
+
+- A decided verification run: predicate https://in-toto.io/attestation/test-result/v0.1 about
+  the submitted commit (subject digest `gitCommit`).
+- A human's acceptance: predicate https://slsa.dev/verification_summary/v1 (a VSA) about the
+  same commit, naming the test-result statement it relied on.
+
+Facts the predicate types do not name (keys and credentials, check exit codes, the history
+chain head, the statement before this one) sit in one extra predicate field, `taskgate`:
+consumers of the standard predicates ignore fields they do not know (in-toto parsing rules).
+Digests are lowercase hex; timestamps RFC 3339 in UTC with a `Z`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from taskgate.domain.chain import digest
+from taskgate.domain.clock import iso
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+TEST_RESULT = "https://in-toto.io/attestation/test-result/v0.1"
+VSA = "https://slsa.dev/verification_summary/v1"
+PREDICATE_TYPES = (TEST_RESULT, VSA)
+
+# A run's verdict as a test-result `result`: an error (or a spec error) decided nothing about
+# the code, so it is WARNED, with the reason in `taskgate.error`.
+RESULTS = {"passed": "PASSED", "failed": "FAILED", "error": "WARNED", "spec_error": "WARNED"}
+
+# Our own verifiedLevels (VSA v1: custom values must not start with "SLSA_").
+VERIFIED = "TASKGATE_VERIFIED"  # a passed run of the verifier backs the acceptance
+ACCEPTED = "TASKGATE_ACCEPTED"  # a human (or a delegated agent, for low risk) accepted
+
+
+def subject(repo: str, commit_sha: str) -> list[dict[str, Any]]:
+    return [{"name": repo or "repository", "digest": {"gitCommit": commit_sha.lower()}}]
+
+
+def statement(
+    subjects: list[dict[str, Any]], predicate_type: str, predicate: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subjects,
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
+
+
+def resource_uri(repo: str, commit_sha: str) -> str:
+    """The commit as a URI (SPDX downloadLocation style): git+<repository>@<sha>."""
+    where = repo if "://" in repo or repo.startswith("git@") else f"file://{repo}"
+    return f"git+{where}@{commit_sha.lower()}"
+
+
+def spec_digest(spec: Mapping[str, Any]) -> str:
+    """sha256 of a spec revision: what its criteria came from (id, revision, title, body, risk,
+    criteria), RFC 8785 canonical JSON."""
+    keep = ("id", "revision", "title", "body", "risk", "criteria")
+    return digest({k: spec.get(k) for k in keep})
+
+
+def criterion_name(c: Mapping[str, Any]) -> str:
+    """A criterion as a test name: its id, kind and the ref that produced its evidence."""
+    ref = c.get("verify_ref")
+    return f"{c['id']} {c.get('kind', 'review')}" + (f" {ref}" if ref else "")
+
+
+def test_result(
+    *,
+    repo: str,
+    commit_sha: str,
+    verdict: str,
+    url: str | None,
+    config: Mapping[str, Any] | None,
+    spec: Mapping[str, Any] | None,
+    criteria: Sequence[Mapping[str, Any]],
+    evidence: Mapping[str, Mapping[str, Any]],
+    checks: Mapping[str, Mapping[str, Any]],
+    facts: dict[str, Any],
+) -> dict[str, Any]:
+    """The statement for a decided run. `criteria`: the run's criteria (id, kind, verify_ref);
+    `evidence`: the stored result per criterion id; `checks`: the stored check results;
+    `facts`: taskgate's own fields (see the module docstring)."""
+    configuration: list[dict[str, Any]] = [
+        {
+            "name": "taskgate-verifier-config.json",
+            "mediaType": "application/json",
+            "digest": {"sha256": digest(config if config is not None else {})},
+        }
+    ]
+    if spec is not None:
+        configuration.append(
+            {
+                "name": f"{spec['id']}@r{spec['revision']}",
+                "mediaType": "application/json",
+                "digest": {"sha256": spec_digest(spec)},
+            }
+        )
+    else:  # the task's own criteria stand where a spec would
+        configuration.append(
+            {
+                "name": "task-criteria.json",
+                "mediaType": "application/json",
+                "digest": {"sha256": digest([dict(c) for c in criteria])},
+            }
+        )
+    passed: list[str] = []
+    failed: list[str] = []
+    for c in criteria:
+        result = (evidence.get(c["id"]) or {}).get("result")
+        (passed if result == "pass" else failed).append(criterion_name(c))
+    predicate: dict[str, Any] = {
+        "result": RESULTS[verdict],
+        "configuration": configuration,
+        "passedTests": passed,
+        "failedTests": failed,
+    }
+    if url:
+        predicate["url"] = url
+    predicate["taskgate"] = {
+        **facts,
+        "verdict": verdict,
+        "checks": {name: {"exitCode": c.get("exit_code")} for name, c in sorted(checks.items())},
+        "criteria": {cid: {"result": (e or {}).get("result")} for cid, e in sorted(evidence.items())},
+    }
+    return statement(subject(repo, commit_sha), TEST_RESULT, predicate)
+
+
+def verification_summary(
+    *,
+    repo: str,
+    commit_sha: str,
+    verifier_id: str,
+    at: datetime,
+    policy_uri: str,
+    policy_digest: str,
+    input_statement: tuple[str, str] | None,
+    facts: dict[str, Any],
+) -> dict[str, Any]:
+    """The statement for an acceptance. `input_statement`: (uri, sha256 of its payload) of the
+    passed run's test-result statement the acceptance relied on; None when verification was off."""
+    inputs = (
+        [{"uri": input_statement[0], "digest": {"sha256": input_statement[1]}}] if input_statement else []
+    )
+    predicate: dict[str, Any] = {
+        "verifier": {"id": verifier_id},
+        "timeVerified": iso(at),
+        "resourceUri": resource_uri(repo, commit_sha),
+        "policy": {"uri": policy_uri, "digest": {"sha256": policy_digest}},
+        "inputAttestations": inputs,
+        "verificationResult": "PASSED",
+        "verifiedLevels": [VERIFIED, ACCEPTED] if input_statement else [ACCEPTED],
+        "taskgate": facts,
+    }
+    return statement(subject(repo, commit_sha), VSA, predicate)

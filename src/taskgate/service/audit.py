@@ -1,0 +1,108 @@
+"""Walk a project's task histories against their hash chains (domain/chain.py), and each task's
+signed statements against the history they name: reads only.
+
+The chain alone shows a history changed in place; whoever can write the database can also
+recompute every hash of it. The signed statements cannot be recomputed without the attestation
+key, and each names the chain head at its decision: so a history rewritten before a decision no
+longer matches that decision's statement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskgate.domain import dsse
+from taskgate.domain.chain import Mismatch, digest, event_sk, first_mismatch
+from taskgate.domain.models import Attestation, VerificationRun
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.service import attestations, records
+from taskgate.service.context import Context
+
+PAGE = 200
+
+
+@dataclass
+class Audit:
+    project: str
+    tasks: int = 0
+    events: int = 0
+    statements: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)  # the first of each task that has one
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def _statements(ctx: Context, task_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """The task's signed statements (the task version each was committed with, its envelope)."""
+    pk = records.task_pk(task_id)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="R#", limit=PAGE, cursor=c)):
+        run = records.load(VerificationRun, item)
+        if run.attestation is not None and run.attestation_seq is not None:
+            out.append((run.attestation_seq, run.attestation))
+    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="A#", limit=PAGE, cursor=c)):
+        att = records.load(Attestation, item)
+        out.append((att.seq, att.envelope))
+    return sorted(out, key=lambda s: s[0])
+
+
+def _statement_mismatch(
+    ctx: Context, task_id: str, hashes: dict[str, str], seq: int, envelope: dict[str, Any]
+) -> Mismatch | None:
+    sk = event_sk(seq)
+    if ctx.attestor is not None and not attestations.signed_by(ctx.attestor, envelope):
+        return Mismatch(task_id, sk, f"the statement of {sk} is not signed by this server's attestation key")
+    try:
+        statement = json.loads(dsse.from_json(envelope).payload)
+        head = statement["predicate"]["taskgate"]["historyHead"]
+    except (ValueError, KeyError, TypeError, dsse.BadEnvelope) as exc:
+        return Mismatch(task_id, sk, f"the statement of {sk} cannot be read: {exc}")
+    if hashes.get(sk) != head:
+        return Mismatch(
+            task_id,
+            sk,
+            f"the signed statement of {sk} names history head {head!r}; the stored history hashes to "
+            f"{hashes.get(sk)!r} there: the history up to it was rewritten after it was signed",
+        )
+    return None
+
+
+def task_chain(ctx: Context, task_id: str, head: str | None) -> tuple[int, int, Mismatch | None]:
+    """How many events and statements the task has, and the first place they do not match."""
+    events = [
+        (i.sk, i.data)
+        for i in ctx.all_pages(
+            lambda c: ctx.store.query(records.task_pk(task_id), sk_prefix="H#", limit=PAGE, cursor=c)
+        )
+    ]
+    signed = _statements(ctx, task_id)
+    mismatch = first_mismatch(task_id, head, events)
+    if mismatch is None:
+        hashes = {sk: digest(body) for sk, body in events}
+        for seq, envelope in signed:
+            mismatch = _statement_mismatch(ctx, task_id, hashes, seq, envelope)
+            if mismatch is not None:
+                break
+    return len(events), len(signed), mismatch
+
+
+def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
+    authorize(Op.READ, who, project=project)
+    ctx.project(project)  # E_NOT_FOUND for a project that does not exist
+    out = Audit(project)
+    pk = records.project_pk(project)
+    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
+        task_id = str(item.data.get("id"))
+        head = item.data.get("history_head")
+        events, statements, mismatch = task_chain(ctx, task_id, head if isinstance(head, str) else None)
+        out.tasks += 1
+        out.events += events
+        out.statements += statements
+        if mismatch is not None:
+            out.mismatches.append(mismatch)
+    return out

@@ -1,0 +1,111 @@
+"""Offline verification of an exported bundle (JSON Lines, one DSSE envelope a line, oldest
+first): what `taskgate attest verify` runs. Needs only the bundle and the public key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from taskgate.domain import dsse, statements
+from taskgate.signing.keys import PublicKey
+
+COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+class Invalid(Exception):
+    """The bundle does not verify; the message says where and why."""
+
+
+@dataclass
+class Verified:
+    statements: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def last_commit(self) -> str:
+        return str(self.statements[-1]["subject"][0]["digest"]["gitCommit"])
+
+
+def _subject_commit(stmt: dict[str, Any], where: str) -> str:
+    subjects = stmt.get("subject")
+    if not isinstance(subjects, list) or not subjects:
+        raise Invalid(f"{where}: the statement has no subject")
+    commits = set()
+    for s in subjects:
+        sha = (s.get("digest") or {}).get("gitCommit") if isinstance(s, dict) else None
+        if not isinstance(sha, str) or not COMMIT_RE.match(sha):
+            raise Invalid(f"{where}: subject digest gitCommit is missing or not lowercase hex: {sha!r}")
+        commits.add(sha)
+    if len(commits) != 1:
+        raise Invalid(f"{where}: the statement names more than one commit")
+    return commits.pop()
+
+
+def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verified:
+    """Every line's signature by `key`, statement type, predicate type and subject; that the
+    statements chain (each names the payload digest of the one before it, a summary names a
+    passed test result of the same commit earlier in the bundle); with `commit`, that the last
+    statement is about that commit. Raises Invalid with the first reason it fails."""
+    out = Verified()
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        raise Invalid("the bundle holds no statements")
+    previous: str | None = None
+    results: dict[str, tuple[str, str]] = {}  # payload sha256 -> (result, commit) of test results
+    task: str | None = None
+    for n, line in enumerate(lines, start=1):
+        where = f"line {n}"
+        try:
+            env = dsse.from_json(json.loads(line))
+        except (ValueError, dsse.BadEnvelope) as exc:
+            raise Invalid(f"{where}: not a DSSE envelope: {exc}") from exc
+        if env.payload_type != dsse.INTOTO_PAYLOAD_TYPE:
+            raise Invalid(f"{where}: payloadType is {env.payload_type!r}, not {dsse.INTOTO_PAYLOAD_TYPE}")
+        mine = [s for s in env.signatures if s.keyid == key.key_id]
+        if not mine:
+            ids = ", ".join(s.keyid or "(none)" for s in env.signatures)
+            raise Invalid(f"{where}: no signature by key {key.key_id} (key ids: {ids})")
+        data = dsse.pae(env.payload_type, env.payload)
+        if not any(key.verifies(s.sig, data) for s in mine):
+            raise Invalid(f"{where}: the signature does not verify with key {key.key_id}")
+        try:
+            stmt = json.loads(env.payload)
+        except ValueError as exc:
+            raise Invalid(f"{where}: the payload is not JSON: {exc}") from exc
+        if not isinstance(stmt, dict) or stmt.get("_type") != statements.STATEMENT_TYPE:
+            raise Invalid(f"{where}: not an in-toto Statement v1")
+        ptype = stmt.get("predicateType")
+        if ptype not in statements.PREDICATE_TYPES:
+            raise Invalid(f"{where}: predicateType {ptype!r} is not one taskgate signs")
+        sha = _subject_commit(stmt, where)
+        predicate = stmt.get("predicate") or {}
+        facts = predicate.get("taskgate") or {}
+        if task is not None and facts.get("task") != task:
+            raise Invalid(f"{where}: about task {facts.get('task')!r}, the bundle is about {task!r}")
+        task = facts.get("task")
+        if facts.get("previous") != previous:
+            raise Invalid(
+                f"{where}: does not follow the statement before it (it names {facts.get('previous')!r}, "
+                f"the one before hashes to {previous!r}): a statement was removed, added or reordered"
+            )
+        digest = hashlib.sha256(env.payload).hexdigest()
+        if ptype == statements.TEST_RESULT:
+            results[digest] = (str(predicate.get("result")), sha)
+        else:
+            for given in predicate.get("inputAttestations") or []:
+                ref = (given.get("digest") or {}).get("sha256")
+                if ref not in results:
+                    raise Invalid(
+                        f"{where}: the summary relies on statement {ref!r}, not earlier in the bundle"
+                    )
+                if results[ref] != ("PASSED", sha):
+                    raise Invalid(
+                        f"{where}: the summary relies on statement {ref}, which is not a pass of {sha}"
+                    )
+        previous = digest
+        out.statements.append(stmt)
+    if commit is not None and out.last_commit != commit.lower():
+        raise Invalid(f"the bundle's last statement is about commit {out.last_commit}, not {commit}")
+    return out
