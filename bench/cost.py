@@ -1069,7 +1069,14 @@ def main() -> None:
     k = 1000
     items = f.items(settings)
     print("  per 1,000 lifecycles (usd): " + " ".join(f"{name}={v * k:.4f}" for name, v in items.items()))
-    control = {"dynamodb_writes", "dynamodb_reads", "lambda_requests", "lambda_duration", "http_api", "kms_sign"}
+    control = {
+        "dynamodb_writes",
+        "dynamodb_reads",
+        "lambda_requests",
+        "lambda_duration",
+        "http_api",
+        "kms_sign",
+    }
     print(
         f"  of which dynamodb+lambda+http_api={sum(v for n_, v in items.items() if n_ in control) * k:.4f} "
         f"cloudfront+data_out+logs+xray={sum(v for n_, v in items.items() if n_ not in control) * k:.4f}"
