@@ -38,16 +38,22 @@ def _read(path: str) -> str:
         raise InputError(f"cannot read {path}: {exc}") from None
 
 
+def _json(text: str, source: str, shape: type, wrong: str) -> Any:
+    """`text` parsed as JSON of `shape` (dict or list), else InputError naming `source`."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{source}: not valid JSON: {exc}") from None
+    if not isinstance(value, shape):
+        raise InputError(f"{source}: {wrong}")
+    return value
+
+
 def spec_body(text: str, source: str) -> dict[str, Any]:
     """The REST body of a spec file: Markdown (domain/spec_markdown.py), or the JSON body
     itself (`{"title", "body", "risk", "criteria": [{"text", "kind", "verify_ref"}]}`)."""
     if text.lstrip().startswith("{"):
-        try:
-            body = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"{source}: not valid JSON: {exc}") from None
-        if not isinstance(body, dict):
-            raise InputError(f"{source}: a JSON spec is one object")
+        body: dict[str, Any] = _json(text, source, dict, "a JSON spec is one object")
         return body
     try:
         spec = parse_spec_markdown(text)
@@ -64,12 +70,7 @@ def spec_body(text: str, source: str) -> dict[str, Any]:
 def criteria_body(text: str, source: str) -> list[dict[str, Any]]:
     """A task's own criteria: a JSON list, or Markdown `- (kind) text — \\`ref\\`` lines."""
     if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"{source}: not valid JSON: {exc}") from None
-        if not isinstance(items, list):
-            raise InputError(f"{source}: JSON criteria are a list")
+        items: list[dict[str, Any]] = _json(text, source, list, "JSON criteria are a list")
         return items
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     try:
