@@ -19,7 +19,7 @@ from taskgate.domain.chain import digest
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Status
 from taskgate.domain.outcome import CheckResult, Evidence
-from taskgate.service import attestations, claims, review, tasks, verification
+from taskgate.service import attestations, audit, claims, keys, review, sweeper, tasks, verification
 from taskgate.service.attestations import Attestor
 from taskgate.signing import bundle
 from taskgate.signing.keys import PublicKey
@@ -121,6 +121,43 @@ def test_failed_and_error_runs_are_signed_too_and_chain(signed: World) -> None:
         independent_verify(json.loads(line), key)
     done = bundle.verify(lines, key, SHA)
     assert len(done.statements) == 4
+
+
+def test_runs_ended_without_an_answer_are_signed_warned_and_chain(signed: World) -> None:
+    """The three ways a run ends with no verifier's answer (the sweeper finds it overdue, a new
+    run starts over an overdue one, its verifier key is revoked) are decided runs: each is signed
+    WARNED with its reason in the ending commit, the bundle chains and the audit passes."""
+    world = signed
+    scene, tid = _submitted(world)
+    overdue = verification.start(world.ctx, scene.verifier, task_id=tid).run
+    world.clock.advance(hours=24)
+    assert sweeper.sweep(world.ctx).abandoned_runs == [tid]
+    replaced = verification.start(world.ctx, scene.verifier, task_id=tid).run
+    world.clock.advance(hours=24)
+    revoked = verification.start(world.ctx, scene.verifier, task_id=tid).run  # ends `replaced`
+    keys.revoke(world.ctx, world.human, scene.verifier.credential_id)  # ends `revoked`
+    runs = {r.id: r for r in tasks.runs(world.ctx, world.human, tid)}
+    assert [runs[r.id].status for r in (overdue, replaced, revoked)] == ["error"] * 3
+    lines = _lines(world, tid)
+    stmts = [statement_of(json.loads(line)) for line in lines]
+    assert [s["predicate"]["result"] for s in stmts] == ["WARNED"] * 3
+    assert [s["predicate"]["taskgate"]["run"] for s in stmts] == [overdue.id, replaced.id, revoked.id]
+    errors = [s["predicate"]["taskgate"]["error"] for s in stmts]
+    assert errors[0].startswith(f"run {overdue.id} got no answer within")
+    assert errors[1].startswith(f"run {replaced.id} got no answer within")
+    assert errors[2] == f"verifier key {scene.verifier.credential_id} was revoked"
+    assert all(s["predicate"]["taskgate"]["verdict"] == "error" for s in stmts)
+    assert stmts[0]["predicate"]["taskgate"]["verifierCredential"] == scene.verifier.credential_id
+    reloaded = world.ctx.task(tid)
+    last = dsse.from_json(json.loads(lines[-1])).payload
+    assert reloaded.attestation_head == hashlib.sha256(last).hexdigest()
+    assert stmts[-1]["predicate"]["taskgate"]["historyHead"] == reloaded.history_head
+    key = world.ctx.attestor.public_key()  # type: ignore[union-attr]
+    for line in lines:
+        independent_verify(json.loads(line), key)
+    assert len(bundle.verify(lines, key, SHA).statements) == 3
+    checked = audit.verify_project(world.ctx, world.human, "demo")
+    assert checked.ok and checked.statements == 3
 
 
 def _flip(text: str, at: int) -> str:

@@ -305,7 +305,7 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
             },
             conditions,
         )
-        # The attestation key, as the API and MCP functions are given it.
+        # The attestation key, as the functions that sign (API, MCP, sweeper) are given it.
         env["TASKGATE_KMS_KEY_ID"] = resolve(
             resource("ApiFunction")["Properties"]["Environment"]["Variables"]["TASKGATE_KMS_KEY_ID"],
             {"AttestationKey": kms_key["KeyId"]},

@@ -30,7 +30,7 @@ from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import acting, human
-from taskgate.service import claims, keys, projects, specs, tasks
+from taskgate.service import claims, keys, projects, specs, tasks, verification
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, Stack, resolve, resource, stack, stream_event, template
 from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
@@ -196,15 +196,22 @@ def test_only_the_functions_that_decide_or_accept_may_sign_and_only_with_the_att
         sts = [st for st in _statements(role, _FakeRefs()) if any(a.startswith("kms:") for a in st["Action"])]
         if sts:
             signers[role] = sts
-    assert set(signers) == {"ApiRole", "McpRole"}
+    # The API (a verifier's finish, a revoked key's runs, a human's acceptance), MCP (a delegated
+    # agent's acceptance) and the sweeper (a run nobody finished, ended as an error) decide.
+    assert set(signers) == {"ApiRole", "McpRole", "SweeperRole"}
     for sts in signers.values():
         assert sorted(a for st in sts for a in st["Action"]) == ["kms:GetPublicKey", "kms:Sign"]
         for st in sts:
             assert st["Resource"] == ["<AttestationKey.Arn>"]
             if "kms:Sign" in st["Action"]:
                 assert st["Condition"] == {"StringEquals": {"kms:SigningAlgorithm": "ECDSA_SHA_256"}}
-    api_env = resource("ApiFunction")["Properties"]["Environment"]["Variables"]
-    assert api_env["TASKGATE_KMS_KEY_ID"] == {"Ref": "AttestationKey"}
+    for function, role in FUNCTIONS.items():
+        env = resource(function)["Properties"].get("Environment", {}).get("Variables", {})
+        # A function that may sign is given the key (its runtime context builds the KMS
+        # attestor from it); no other function is.
+        assert env.get("TASKGATE_KMS_KEY_ID") == ({"Ref": "AttestationKey"} if role in signers else None), (
+            function
+        )
 
 
 def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight() -> None:
@@ -629,9 +636,30 @@ def test_sweeper_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorde
     past.checkpoint = crash
     with pytest.raises(_Crash):
         specs.approve(past, HUMAN, "shop", spec.id)
+    # A verification run nobody finished (started hours ago): the sweeper ends it as an error
+    # and signs that (kms:Sign, and kms:GetPublicKey for the key id).
+    long_ago = Context(s.ctx.store, ManualClock(now - timedelta(hours=6)))
+    projects.create(long_ago, HUMAN, "site", repo="https://git.example.com/site.git")
+    verifier = acting(
+        keys.authenticate(
+            long_ago,
+            keys.create(
+                long_ago, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL
+            ).secret,
+        )
+    )
+    projects.set_verifier_config(long_ago, HUMAN, "site", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(long_ago, HUMAN, "site", True)
+    submitted = tasks.create(long_ago, HUMAN, "site", title="v", criteria=[CriterionInput(text="ok")]).task
+    token = claims.claim(long_ago, agent, "site", task_id=submitted.id).token
+    claims.submit(long_ago, agent, submitted.id, token, commit_sha=SHA, evidence="done")
+    verification.start(long_ago, verifier, task_id=submitted.id)
     report = rec.run(sweeper.handler, scheduler_event(now))
     assert report["expired"] == [blocker.id]
     assert set(report["cascaded"]) >= {waiting[1]}
+    assert report["abandoned_runs"] == [submitted.id]
+    [ended] = tasks.runs(s.ctx, HUMAN, submitted.id)
+    assert ended.status == "error" and ended.attestation is not None and ended.attestation["signatures"]
     _check("SweeperRole", _refs(s), rec)
 
 

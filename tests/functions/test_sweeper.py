@@ -4,6 +4,7 @@ sweeper's read and its write (a real interleaving of two threads, each with its 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -183,6 +184,17 @@ def test_the_sweeper_ends_a_verification_run_nobody_finished_as_an_error(cloud: 
     assert after.live_run is None and after.status is Status.NEEDS_VERIFICATION  # waits for another run
     [ended] = [r for r in tasks.runs(cloud.ctx, HUMAN, task.id) if r.id == run.id]
     assert ended.status == "error"
+    # Decided by the sweeper, signed in the same commit with the stack's KMS key: WARNED.
+    from taskgate.service import attestations
+    from taskgate.signing import bundle
+
+    assert attestations.signed_by(cloud.ctx.attestor, ended.attestation)
+    key = cloud.ctx.attestor.public_key()  # type: ignore[union-attr]
+    lines = [json.dumps(e) for e in attestations.bundle(cloud.ctx, HUMAN, task.id)]
+    [stmt] = bundle.verify(lines, key).statements
+    assert stmt["predicate"]["result"] == "WARNED"
+    assert stmt["predicate"]["taskgate"]["error"].startswith(f"run {run.id} got no answer within")
+    assert after.attestation_head is not None
     assert cloud.output.metrics()[("Verdicts", (("outcome", "error"),))] == 1
     [line] = [
         line for line in cloud.output.logs() if line.get("message", "").startswith("verification run ended")

@@ -101,10 +101,51 @@ def end_as_error(
             why=reason,
         )
         done = run.model_copy(update={"status": "error", "finished_at": now, "summary": summary})
+        # A run that ends with no verifier's answer is decided too (an error): signed like one.
+        spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+        done, new = _signed(
+            ctx, task=task, new=new, project=project, run=done, spec=spec, error=reason, now=now
+        )
         ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
         return new.model_copy(update={"version": task.version + 1})
 
     return ctx.retrying(attempt)
+
+
+def _signed(
+    ctx: Context,
+    *,
+    task: Task,
+    new: Task,
+    project: Project,
+    run: VerificationRun,
+    spec: Spec | None,
+    error: str | None,
+    now: datetime,
+) -> tuple[VerificationRun, Task]:
+    """The decided run with its signed statement, and the task naming it as its last; unchanged
+    without an attestor. Signed before the commit and written in it: one kms:Sign per decided
+    run, and a decision never stands without its statement."""
+    if ctx.attestor is None:
+        return run, new
+    cfg = project.verifier_config
+    envelope, payload_sha = attestations.for_run(
+        ctx.attestor,
+        task=task,
+        new=new,
+        repo=project.repo,
+        run=run,
+        verdict=run.status,
+        config=cfg.model_dump(mode="json") if cfg is not None else None,
+        spec=spec,
+        criteria=[c.model_dump(mode="json") for c in criteria_of(task, spec)],
+        error=error,
+        now=now,
+    )
+    return (
+        run.model_copy(update={"attestation": envelope, "attestation_seq": task.version + 1}),
+        new.model_copy(update={"attestation_head": payload_sha}),
+    )
 
 
 def _close_if_abandoned(ctx: Context, task: Task, project: Project) -> Task:
@@ -413,24 +454,7 @@ def finish(
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
         }
     )
-    if ctx.attestor is not None:
-        # Signed before the commit and written in it: one kms:Sign per decided run, and a
-        # decision never stands without its statement.
-        envelope, payload_sha = attestations.for_run(
-            ctx.attestor,
-            task=task,
-            new=new,
-            repo=project.repo,
-            run=done,
-            verdict=verdict.verdict.value,
-            config=cfg.model_dump(mode="json") if cfg is not None else None,
-            spec=spec,
-            criteria=[c.model_dump(mode="json") for c in criteria],
-            error=error,
-            now=now,
-        )
-        done = done.model_copy(update={"attestation": envelope, "attestation_seq": task.version + 1})
-        new = new.model_copy(update={"attestation_head": payload_sha})
+    done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=error, now=now)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
     return done.model_copy(update={"version": run.version + 1}), new.model_copy(
         update={"version": task.version + 1}
