@@ -3,6 +3,7 @@ reviewer's answer, and the draft config built from project commands."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -198,8 +199,10 @@ def test_a_report_is_read_only_from_a_regular_file_inside_the_checkout(tmp_path:
     os.mkfifo(co / "fifo.xml")
     with open(co / "big.xml", "wb") as f:
         f.truncate(MAX_REPORT_BYTES + 1)
-    assert read_report(co, ReportSpec(path="reports/j.xml")).groups[0].tests[0].name == "t"
-    assert read_report(co, ReportSpec(path="reports/link.xml")).groups[0].name == "s"
+    read = read_report(co, ReportSpec(path="reports/j.xml"))
+    assert read.report.groups[0].tests[0].name == "t"
+    assert read.sha256 == hashlib.sha256(JUNIT.encode()).hexdigest()  # of the bytes parsed
+    assert read_report(co, ReportSpec(path="reports/link.xml")).report.groups[0].name == "s"
     for path, message in (
         ("out.xml", "resolves outside the checkout"),
         ("fifo.xml", "not a regular file"),
@@ -221,7 +224,7 @@ def test_a_report_that_is_not_the_check_users_own_file_is_refused(tmp_path: Path
     (co / "reports").mkdir(parents=True)
     (co / "reports" / "j.xml").write_text(JUNIT)
     me = os.getuid()
-    assert read_report(co, ReportSpec(path="reports/j.xml"), owner=me).groups[0].name == "s"
+    assert read_report(co, ReportSpec(path="reports/j.xml"), owner=me).report.groups[0].name == "s"
     with pytest.raises(ReportError, match=f"belongs to uid {me}, not to the check's user"):
         read_report(co, ReportSpec(path="reports/j.xml"), owner=me + 1)
 

@@ -7,20 +7,34 @@ of the payload, the signature, the commit or the key is changed; securesystemsli
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from taskgate.signing.keys import PublicKey
 from tests.attest.support import independent_verify
 from tests.mcp.live import Live
-from tests.verifier.support import SLUGIFY, SLUGIFY_TESTS, TASKGATE, Gate, Repo, git, pytest_config
+from tests.verifier.support import (
+    PYTEST_CHECK,
+    SLUGIFY,
+    SLUGIFY_TESTS,
+    TASKGATE,
+    Gate,
+    Repo,
+    git,
+    pytest_config,
+)
 
 BROKEN = SLUGIFY.replace("a-z0-9", "a-z")  # drops digits: test_keeps_digits fails
 KEEPS_DIGITS = {
@@ -50,11 +64,32 @@ def _envelope_edit(line: str, field: str, change: Any) -> str:
     return json.dumps(env)
 
 
-def test_decisions_and_acceptance_are_signed_and_verify_offline(live: Live, tmp_path: Path) -> None:
+@pytest.fixture
+def kept() -> Iterator[Path]:
+    """Where the check leaves a copy of each JUnit file it wrote: the checks run as the check
+    user and their checkout is gone after the run, so a directory anyone may write to."""
+    where = Path(tempfile.mkdtemp(prefix="taskgate-reports-"))
+    where.chmod(0o777)
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_decisions_and_acceptance_are_signed_and_verify_offline(
+    live: Live, tmp_path: Path, kept: Path
+) -> None:
     repo = Repo.create(
         tmp_path / "repo", {"slug.py": BROKEN, "test_slug.py": SLUGIFY_TESTS, ".gitignore": "reports/\n"}
     )
-    gate = Gate.create(live, repo, pytest_config())
+    # The check copies the report it wrote (named by the time it ran, to keep the order), then
+    # exits with pytest's status.
+    copy = f'; s=$?; cp reports/junit.xml "{kept}/$(date +%s%N).xml"; exit $s'
+    gate = Gate.create(
+        live,
+        repo,
+        pytest_config(checks={"unit": {**PYTEST_CHECK, "command": PYTEST_CHECK["command"] + copy}}),
+    )
     tid = gate.task([KEEPS_DIGITS])
     broken = git(repo.path, "rev-parse", "HEAD")
     gate.submit(tid, broken)
@@ -93,6 +128,19 @@ def test_decisions_and_acceptance_are_signed_and_verify_offline(live: Live, tmp_
     assert [s["subject"][0]["digest"]["gitCommit"] for s in statements] == [broken, fixed, fixed]
     assert statements[2]["predicate"]["verificationResult"] == "PASSED"
     assert statements[1]["predicate"]["url"].startswith(live.base)
+    # Each run's statement carries the sha256 of the JUnit file its check wrote, as stored with the run.
+    written = sorted(kept.glob("*.xml"), key=lambda p: int(p.stem))
+    assert len(written) == 2
+    digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in written]
+    assert digests[0] != digests[1]  # a failing and a passing report
+    assert [s["predicate"]["taskgate"]["checks"]["unit"] for s in statements[:2]] == [
+        {"exitCode": 1, "reportDigest": {"sha256": digests[0]}},
+        {"exitCode": 0, "reportDigest": {"sha256": digests[1]}},
+    ]
+    runs = {r["id"]: r for r in gate.detail(tid)["runs"]}
+    assert [
+        runs[s["predicate"]["taskgate"]["run"]]["checks"]["unit"]["report_sha256"] for s in statements[:2]
+    ] == digests
 
     ok = cli(live, "attest", "verify", str(bundle_path), "--key", str(pem), "--commit", fixed)
     assert ok.returncode == 0, ok.stderr

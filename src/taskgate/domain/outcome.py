@@ -47,6 +47,9 @@ class CheckResult(BaseModel):
     duration_ms: int | None = Field(default=None, ge=0)
     # The tool its shell could not run (exit 126/127), as the verifier established it.
     missing_tool: str | None = Field(default=None, min_length=1, max_length=200)
+    # sha256 (lowercase hex) of the report file's bytes as the verifier read and parsed them:
+    # signed with the run, so a report kept elsewhere can be matched to the decision.
+    report_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 class EvidenceSource(BaseModel):

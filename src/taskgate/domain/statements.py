@@ -5,9 +5,10 @@
 - A human's acceptance: predicate https://slsa.dev/verification_summary/v1 (a VSA) about the
   same commit, naming the test-result statement it relied on.
 
-Facts the predicate types do not name (keys and credentials, check exit codes, the history
-chain head, the statement before this one) sit in one extra predicate field, `taskgate`:
-consumers of the standard predicates ignore fields they do not know (in-toto parsing rules).
+Facts the predicate types do not name (keys and credentials, check exit codes and report
+digests, the history chain head, the statement before this one) sit in one extra predicate
+field, `taskgate`: consumers of the standard predicates ignore fields they do not know (in-toto
+parsing rules).
 Digests are lowercase hex; timestamps RFC 3339 in UTC with a `Z`.
 """
 
@@ -68,6 +69,15 @@ def criterion_name(c: Mapping[str, Any]) -> str:
     return f"{c['id']} {c.get('kind', 'review')}" + (f" {ref}" if ref else "")
 
 
+def _check(c: Mapping[str, Any]) -> dict[str, Any]:
+    """A check's exit code and, when it wrote a report the verifier read, that report's
+    sha256 (an in-toto DigestSet)."""
+    out: dict[str, Any] = {"exitCode": c.get("exit_code")}
+    if c.get("report_sha256"):
+        out["reportDigest"] = {"sha256": c["report_sha256"]}
+    return out
+
+
 def test_result(
     *,
     repo: str,
@@ -123,7 +133,7 @@ def test_result(
     predicate["taskgate"] = {
         **facts,
         "verdict": verdict,
-        "checks": {name: {"exitCode": c.get("exit_code")} for name, c in sorted(checks.items())},
+        "checks": {name: _check(c) for name, c in sorted(checks.items())},
         "criteria": {cid: {"result": (e or {}).get("result")} for cid, e in sorted(evidence.items())},
     }
     return statement(subject(repo, commit_sha), TEST_RESULT, predicate)

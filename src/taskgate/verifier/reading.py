@@ -15,8 +15,10 @@ module killed it all), so the tree cannot change under the walk.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from taskgate.domain.reports import MAX_REPORT_BYTES, Report, ReportError, parse_report
@@ -27,7 +29,13 @@ class ReportMissing(Exception):
     """The check wrote no file at its report path."""
 
 
-def read_report(checkout: Path, spec: ReportSpec, owner: int | None = None) -> Report:
+@dataclass(frozen=True)
+class ReadReport:
+    report: Report
+    sha256: str  # of the exact bytes parsed (lowercase hex)
+
+
+def read_report(checkout: Path, spec: ReportSpec, owner: int | None = None) -> ReadReport:
     """`owner`: the uid the check ran as (default: this process's)."""
     root = checkout.resolve()
     rel = Path(spec.path)
@@ -67,7 +75,7 @@ def read_report(checkout: Path, spec: ReportSpec, owner: int | None = None) -> R
                 "too_large",
             )
         data = f.read(MAX_REPORT_BYTES + 1)
-    return parse_report(data, spec.format)
+    return ReadReport(parse_report(data, spec.format), hashlib.sha256(data).hexdigest())
 
 
 def _open_no_follow(root: Path, parts: tuple[str, ...]) -> int:

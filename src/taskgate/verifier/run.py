@@ -202,7 +202,7 @@ class Runner:
             if check.report is None:
                 continue
             try:
-                reports[name] = read_report(co.path, check.report, owner=self.sandbox.check_uid)
+                read = read_report(co.path, check.report, owner=self.sandbox.check_uid)
             except ReportMissing:
                 if g.checks[name].exit_code == 0:
                     raise RunError(
@@ -213,7 +213,9 @@ class Runner:
                 continue
             except ReportError as exc:
                 raise RunError(f"report of check {name}: {exc}") from exc
-            self.progress(f"report {name}: {check.report.path} read")
+            reports[name] = read.report
+            g.checks[name] = g.checks[name].model_copy(update={"report_sha256": read.sha256})
+            self.progress(f"report {name}: {check.report.path} read (sha256 {read.sha256})")
         return reports
 
     def _test_criteria(

@@ -1,0 +1,63 @@
+"""A check's report digest through the REST API: the finish input takes an optional
+`report_sha256` per check, 64 lowercase hex or refused (E_VALIDATION, nothing written); a valid
+one is stored with the run's check result and signed in the statement's `taskgate.checks`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from taskgate.domain import dsse
+from tests.api.support import Env
+from tests.support.world import dump
+
+DIGEST = hashlib.sha256(b"<testsuites/>").hexdigest()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [DIGEST.upper(), DIGEST[:-1], DIGEST + "0", "z" * 64, f"sha256:{DIGEST}", "", 12],
+    ids=["upper", "63", "65", "not-hex", "prefixed", "empty", "number"],
+)
+def test_a_report_digest_that_is_not_64_lowercase_hex_is_refused(env: Env, bad: object) -> None:
+    pid = env.project("demo", verification=True)
+    tid = env.submitted(pid)
+    run_id = env.call("POST", "/api/verifier/runs", "verifier", body={"task_id": tid}).json["run_id"]
+    before = dump(env.ctx.store)
+    resp = env.call(
+        "POST",
+        f"/api/verifier/runs/{tid}/{run_id}/finish",
+        "verifier",
+        body={"checks": {"unit": {"exit_code": 0, "report_sha256": bad}}},
+    )
+    assert (resp.status, resp.json["code"]) == (422, "E_VALIDATION"), resp
+    assert "report_sha256" in json.dumps(resp.json)
+    assert dump(env.ctx.store) == before
+
+
+def test_a_report_digest_is_stored_with_the_check_and_signed(env: Env) -> None:
+    pid = env.project("demo", verification=True)
+    tid = env.submitted(pid)
+    run_id = env.call("POST", "/api/verifier/runs", "verifier", body={"task_id": tid}).json["run_id"]
+    resp = env.call(
+        "POST",
+        f"/api/verifier/runs/{tid}/{run_id}/finish",
+        "verifier",
+        body={
+            "checks": {
+                "unit": {"exit_code": 1, "report_sha256": DIGEST},
+                "lint": {"exit_code": 0, "report_sha256": None},
+            }
+        },
+    )
+    assert resp.status == 200, resp
+    [stored] = env.call("GET", f"/api/tasks/{tid}").json["runs"]
+    assert stored["checks"]["unit"]["report_sha256"] == DIGEST
+    assert stored["checks"]["lint"]["report_sha256"] is None
+    statement = json.loads(dsse.from_json(resp.json["run"]["attestation"]).payload)
+    assert statement["predicate"]["taskgate"]["checks"] == {
+        "lint": {"exitCode": 0},  # no report, no digest
+        "unit": {"exitCode": 1, "reportDigest": {"sha256": DIGEST}},
+    }
