@@ -9,14 +9,9 @@ from typing import Any
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run
-from tests.verifier.support import PYTHON, SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
+from tests.verifier.support import KEEPS_DIGITS, PYTHON, SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
 
 FAKE_REVIEWER = Path(__file__).with_name("fake_reviewer.py")
-KEEPS_DIGITS = {
-    "text": "digits are kept",
-    "kind": "test",
-    "verify_ref": "test_slug.TestSlugify.test_keeps_digits",
-}
 READABLE = {"text": "slugify is documented", "kind": "review"}
 _n = itertools.count()
 

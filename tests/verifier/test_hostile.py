@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 
 from tests.mcp.live import Live
-from tests.verifier.support import SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
+from tests.verifier.support import KEEPS_DIGITS, SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
 from tests.verifier.test_runs import _alive
 
-KEEPS_DIGITS = {
-    "text": "digits are kept",
-    "kind": "test",
-    "verify_ref": "test_slug.TestSlugify.test_keeps_digits",
-}
 REPORT = {"path": "reports/junit.xml", "format": "junit"}
 
 BILLION_LAUGHS = """<?xml version="1.0"?>

@@ -26,6 +26,8 @@ from taskgate.signing.keys import PublicKey
 from tests.attest.support import independent_verify
 from tests.mcp.live import Live
 from tests.verifier.support import (
+    BROKEN,
+    KEEPS_DIGITS,
     PYTEST_CHECK,
     SLUGIFY,
     SLUGIFY_TESTS,
@@ -35,13 +37,6 @@ from tests.verifier.support import (
     git,
     pytest_config,
 )
-
-BROKEN = SLUGIFY.replace("a-z0-9", "a-z")  # drops digits: test_keeps_digits fails
-KEEPS_DIGITS = {
-    "text": "digits are kept",
-    "kind": "test",
-    "verify_ref": "test_slug.TestSlugify.test_keeps_digits",
-}
 
 
 def cli(live: Live, *args: str) -> subprocess.CompletedProcess[str]:
