@@ -30,12 +30,12 @@ from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import acting, human
-from taskgate.service import claims, keys, projects, specs, tasks, verification
+from taskgate.service import claims, keys, projects, specs, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, Stack, resolve, resource, stack, stream_event, template
 from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
 from tests.functions.test_request_handlers import authorizer_event, behind_authorizer, jwt_event
-from tests.functions.test_sweeper import scheduler_event
+from tests.functions.test_sweeper import abandoned_run, scheduler_event
 from tests.mcp.events import LEGACY, mcp_headers, rpc, v2_event
 from tests.support.world import SHA
 
@@ -639,26 +639,12 @@ def test_sweeper_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorde
     # A verification run nobody finished (started hours ago): the sweeper ends it as an error
     # and signs that (kms:Sign, and kms:GetPublicKey for the key id).
     long_ago = Context(s.ctx.store, ManualClock(now - timedelta(hours=6)))
-    projects.create(long_ago, HUMAN, "site", repo="https://git.example.com/site.git")
-    verifier = acting(
-        keys.authenticate(
-            long_ago,
-            keys.create(
-                long_ago, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL
-            ).secret,
-        )
-    )
-    projects.set_verifier_config(long_ago, HUMAN, "site", {"checks": {"unit": {"command": "pytest"}}})
-    projects.set_verification(long_ago, HUMAN, "site", True)
-    submitted = tasks.create(long_ago, HUMAN, "site", title="v", criteria=[CriterionInput(text="ok")]).task
-    token = claims.claim(long_ago, agent, "site", task_id=submitted.id).token
-    claims.submit(long_ago, agent, submitted.id, token, commit_sha=SHA, evidence="done")
-    verification.start(long_ago, verifier, task_id=submitted.id)
+    submitted, _ = abandoned_run(long_ago, "site", agent, SHA)
     report = rec.run(sweeper.handler, scheduler_event(now))
     assert report["expired"] == [blocker.id]
     assert set(report["cascaded"]) >= {waiting[1]}
-    assert report["abandoned_runs"] == [submitted.id]
-    [ended] = tasks.runs(s.ctx, HUMAN, submitted.id)
+    assert report["abandoned_runs"] == [submitted]
+    [ended] = tasks.runs(s.ctx, HUMAN, submitted)
     assert ended.status == "error" and ended.attestation is not None and ended.attestation["signatures"]
     _check("SweeperRole", _refs(s), rec)
 

@@ -154,35 +154,36 @@ def test_a_lease_renewed_between_the_sweepers_read_and_its_write_is_left_alone(c
     assert cloud.output.metrics()[("LostRaces", ())] == 1
 
 
-def test_the_sweeper_ends_a_verification_run_nobody_finished_as_an_error(cloud: Stack) -> None:
+def abandoned_run(ctx: Context, project: str, agent: Acting, sha: str) -> tuple[str, str]:
+    """A new project with verification on, whose one task was submitted and taken by a local
+    verifier at `ctx`'s time, and then the verifier's container died: (task id, run id)."""
     from taskgate.domain.models import VerifierKind
     from taskgate.service import verification
 
+    projects.create(ctx, HUMAN, project, repo=f"https://git.example.com/{project}.git")
+    secret = keys.create(
+        ctx, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL
+    ).secret
+    verifier = acting(keys.authenticate(ctx, secret))
+    projects.set_verifier_config(ctx, HUMAN, project, {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(ctx, HUMAN, project, True)
+    task = tasks.create(ctx, HUMAN, project, title="t", criteria=[CriterionInput(text="ok")]).task
+    token = claims.claim(ctx, agent, project, task_id=task.id).token
+    claims.submit(ctx, agent, task.id, token, commit_sha=sha, evidence="e")
+    return task.id, verification.start(ctx, verifier, task_id=task.id).run.id
+
+
+def test_the_sweeper_ends_a_verification_run_nobody_finished_as_an_error(cloud: Stack) -> None:
     now = datetime.now(UTC)
     past = Context(cloud.ctx.store, ManualClock(now - timedelta(hours=3)))
-    projects.create(past, HUMAN, "shop", repo="https://git.example.com/shop.git")
-    verifier = acting(
-        keys.authenticate(
-            past,
-            keys.create(
-                past, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL
-            ).secret,
-        )
+    task_id, run_id = abandoned_run(
+        past, "shop", _agent(past, "builder"), "0123456789abcdef0123456789abcdef01234567"
     )
-    projects.set_verifier_config(past, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}})
-    projects.set_verification(past, HUMAN, "shop", True)
-    agent = _agent(past, "builder")
-    task = tasks.create(past, HUMAN, "shop", title="t", criteria=[CriterionInput(text="ok")]).task
-    token = claims.claim(past, agent, "shop", task_id=task.id).token
-    claims.submit(
-        past, agent, task.id, token, commit_sha="0123456789abcdef0123456789abcdef01234567", evidence="e"
-    )
-    run = verification.start(past, verifier, task_id=task.id).run  # and then the container died
 
-    assert cloud.invoke(handler, scheduler_event(now))["abandoned_runs"] == [task.id]
-    after = cloud.ctx.task(task.id)
+    assert cloud.invoke(handler, scheduler_event(now))["abandoned_runs"] == [task_id]
+    after = cloud.ctx.task(task_id)
     assert after.live_run is None and after.status is Status.NEEDS_VERIFICATION  # waits for another run
-    [ended] = [r for r in tasks.runs(cloud.ctx, HUMAN, task.id) if r.id == run.id]
+    [ended] = [r for r in tasks.runs(cloud.ctx, HUMAN, task_id) if r.id == run_id]
     assert ended.status == "error"
     # Decided by the sweeper, signed in the same commit with the stack's KMS key: WARNED.
     from taskgate.service import attestations
@@ -190,13 +191,13 @@ def test_the_sweeper_ends_a_verification_run_nobody_finished_as_an_error(cloud: 
 
     assert attestations.signed_by(cloud.ctx.attestor, ended.attestation)
     key = cloud.ctx.attestor.public_key()  # type: ignore[union-attr]
-    lines = [json.dumps(e) for e in attestations.bundle(cloud.ctx, HUMAN, task.id)]
+    lines = [json.dumps(e) for e in attestations.bundle(cloud.ctx, HUMAN, task_id)]
     [stmt] = bundle.verify(lines, key).statements
     assert stmt["predicate"]["result"] == "WARNED"
-    assert stmt["predicate"]["taskgate"]["error"].startswith(f"run {run.id} got no answer within")
+    assert stmt["predicate"]["taskgate"]["error"].startswith(f"run {run_id} got no answer within")
     assert after.attestation_head is not None
     assert cloud.output.metrics()[("Verdicts", (("outcome", "error"),))] == 1
     [line] = [
         line for line in cloud.output.logs() if line.get("message", "").startswith("verification run ended")
     ]
-    assert line["task_id"] == task.id and line["principal"] == "system:sweeper"
+    assert line["task_id"] == task_id and line["principal"] == "system:sweeper"
