@@ -26,6 +26,7 @@ from tests.mcp.live import agent, run
 from tests.support.server import Server, start
 from tests.support.terminal import confirming_each
 from tests.support.users import _suite_paths, check_python, shared_tmp
+from tests.verifier.support import git
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 FENCE = re.compile(
@@ -67,17 +68,6 @@ def blocks() -> tuple[list[str], list[str]]:
         (before if after is None else after).append(m.group("body"))
     assert after is not None, "the README marks where the agent works"
     return before, after
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=agent", "-c", "user.email=agent@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return out.stdout.strip()
 
 
 def make_venv(venv: Path) -> None:
