@@ -6,20 +6,52 @@ adapters store, "nothing here" defaults left out), serialised by RFC 8785 (JSON 
 Scheme: sorted keys, no whitespace, UTF-8, ECMAScript number form), then sha256, lowercase hex.
 Hashing the stored body, not a model's full dump, keeps old chains valid when a field with an
 empty default is added later. rfc8785 is a library: the number and key-order rules of JCS are
-easy to get subtly wrong by hand.
+easy to get subtly wrong by hand, so it stays the definition. It is pure Python, though, and every
+state change hashes its event: for the values where JCS and the C `json` encoder provably write
+the same bytes (no floats, integers in JCS's safe range, ASCII keys) `canonical` takes the C
+encoder; anything else goes to rfc8785 (tests/domain/test_chain_canonical.py compares the two).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import rfc8785
 
+# JCS writes numbers as ECMAScript does: integers are exact only within +-(2**53 - 1) (rfc8785
+# refuses others), and floats have their own shortest form. Strings: JCS and json.dumps(...,
+# ensure_ascii=False) escape the same characters (", \\, U+0000-U+001F, with the same short
+# forms and lowercase \\u00XX) and nothing else. Keys: JCS sorts by UTF-16 code units, Python by
+# code points; the two orders agree on ASCII keys.
+_SAFE = 2**53 - 1
+
+
+def _plain(value: Any) -> bool:
+    """Whether json.dumps writes `value` exactly as RFC 8785 does (see above)."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return -_SAFE <= value <= _SAFE
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and k.isascii() and _plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return False  # floats, tuples and anything else: rfc8785 decides
+
 
 def canonical(data: Any) -> bytes:
+    """RFC 8785 form of a JSON value."""
+    if _plain(data):
+        try:
+            return json.dumps(
+                data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+            ).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: rfc8785 gives its own error
+            pass
     return rfc8785.dumps(data)
 
 

@@ -148,12 +148,35 @@ class Context:
 def _check_chained(ops: Sequence[Op]) -> None:
     """A task event is written only with its task, whose head is that event's hash: a use case
     that forgot `chained` fails here, in every test that reaches it, not in an audit later."""
-    puts = {(op.item.pk, op.item.sk): op.item for op in ops if isinstance(op, Put)}
-    for (pk, sk), item in puts.items():
+    puts = {(op.item.pk, op.item.sk): op for op in ops if isinstance(op, Put)}
+    for (pk, sk), op in puts.items():
         if pk.startswith("T#") and sk.startswith("H#"):
-            task = puts.get(records.task_key(item.data["task_id"]))
-            if task is None or task.data.get("history_head") != chain.digest(item.data):
+            task = puts.get(records.task_key(op.item.data["task_id"]))
+            head = op.digest if isinstance(op, EventPut) else chain.digest(op.item.data)
+            if task is None or task.item.data.get("history_head") != head:
                 raise AssertionError(f"event {pk}/{sk} is not chained to its task in the same commit")
+
+
+@dataclass(frozen=True)
+class EventPut(Put):
+    """The write of a history event, with the chain hash of exactly the item it writes (computed
+    from `item.data` where it was made), so no one hashes an event twice."""
+
+    digest: str = ""
+
+
+def _event_put(ev: HistoryEvent) -> EventPut:
+    item = records.event_item(ev)
+    return EventPut(item, digest=chain.digest(item.data) if ev.task_id is not None else "")
+
+
+# The write `chained` made for an event, handed to `put_event` for the same event object (a use
+# case calls the two on adjacent lines): encoding and hashing an event is most of what the chain
+# costs a state change. Keyed by id() and holding the event itself, so an id is never reused
+# while its entry lives; a use case that chains an event and then fails before writing it leaves
+# an entry behind, hence the bound.
+_MADE: dict[int, tuple[HistoryEvent, EventPut]] = {}
+_MADE_MAX = 256
 
 
 def event(
@@ -190,7 +213,11 @@ def event(
 def chained(new: Task, ev: HistoryEvent) -> Task:
     """The task as it is written with its event `ev`: its chain head is now that event's hash
     (domain/chain.py). Every commit of a task event goes with its task (Context.commit checks)."""
-    return new.model_copy(update={"history_head": chain.digest(records.event_item(ev).data)})
+    put = _event_put(ev)
+    if len(_MADE) >= _MADE_MAX:
+        _MADE.clear()
+    _MADE[id(ev)] = (ev, put)
+    return new.model_copy(update={"history_head": put.digest})
 
 
 def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put:
@@ -206,7 +233,10 @@ def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put
 
 
 def put_event(e: HistoryEvent) -> Put:
-    return Put(records.event_item(e))
+    made = _MADE.pop(id(e), None)
+    if made is not None and made[0] is e:
+        return made[1]
+    return _event_put(e)
 
 
 MAX_LINES = 10
