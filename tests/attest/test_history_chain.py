@@ -5,15 +5,17 @@ table (moto) is found, and the audit names the first event that does not match."
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from taskgate.domain import dsse
 from taskgate.domain.chain import digest, event_sk
 from taskgate.domain.models import Phase, Status, VerificationRun
 from taskgate.domain.outcome import Evidence
-from taskgate.service import audit, records, review
+from taskgate.service import attestations, audit, records, review
 from taskgate.service.context import Context
 from tests.attest.support import raw_delete, raw_get, raw_set, signing_world
 from tests.service.scenarios import new_scene, reach
@@ -201,3 +203,24 @@ def test_a_statement_edited_in_the_database_is_not_signed_any_more(signed: World
 def _runs(world: World, tid: str) -> list[VerificationRun]:
     page = world.store.query(records.task_pk(tid), sk_prefix="R#", limit=50)
     return [records.load(VerificationRun, i) for i in page.items]
+
+
+def test_a_statement_is_stored_as_text_and_one_changed_character_of_it_is_found(signed: World) -> None:
+    tid = _history(signed)
+    [run] = _runs(signed, tid)
+    item = raw_get(signed.store, *records.run_key(tid, run.id))
+    assert item is not None
+    stored = item["attestation"]
+    # Stored as the statement's text (it compresses; base64 does not), loaded back as the
+    # envelope whose payload is exactly the signed bytes.
+    assert "payload" not in stored
+    assert json.loads(stored["payloadText"])["_type"] == "https://in-toto.io/Statement/v1"
+    assert run.attestation is not None
+    assert dsse.from_json(run.attestation).payload == stored["payloadText"].encode("utf-8")
+    assert attestations.signed_by(signed.ctx.attestor, run.attestation)
+    stored["payloadText"] = (
+        stored["payloadText"].replace('"PASSED"', '"FAILED"').replace('"WARNED"', '"PASSED"')
+    )
+    raw_set(signed.store, *records.run_key(tid, run.id), item)
+    [mismatch] = _audit(signed).mismatches
+    assert "not signed by this server's attestation key" in mismatch.reason

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.store import body
+from taskgate.store import body, zdict
 from taskgate.store import cursor as cursors
 from taskgate.store.dynamodb import CONFLICT_RETRIES, DynamoDBStore
 from taskgate.store.port import Check, ConflictError, Delete, Item, Put
@@ -97,7 +99,11 @@ def test_a_body_from_512_bytes_on_is_stored_compressed_and_reads_back(dynamo: Dy
     dynamo.commit([Put(Item("T#1", "META", data))])
     key = {"PK": {"S": "T#1"}, "SK": {"S": "META"}}
     raw = dynamo._client.get_item(TableName=dynamo.table_name, Key=key)["Item"]
-    assert "D" not in raw and zlib.decompress(raw["Z"]["B"]).decode() == text
+    assert "D" not in raw and body.inflate(raw["Z"]["B"]).decode() == text
+    # Compressed from the preset dictionary, named in the zlib header (RFC 1950 FDICT, DICTID).
+    assert raw["Z"]["B"][1] & 0x20 and int.from_bytes(raw["Z"]["B"][2:6], "big") == zlib.adler32(zdict.V1)
+    with pytest.raises(zlib.error):
+        zlib.decompress(raw["Z"]["B"])  # without the dictionary it does not read
     assert len(raw["Z"]["B"]) < len(text.encode()) / 4  # (repetitive text; a real task gets ~40%)
     assert dynamo.get("T#1", "META") == Item("T#1", "META", data)
     # As the stream hands it to a function: binary values in base64.
@@ -106,8 +112,29 @@ def test_a_body_from_512_bytes_on_is_stored_compressed_and_reads_back(dynamo: Dy
     old = {**key, "V": {"N": "1"}, "D": {"S": text}}
     dynamo._client.put_item(TableName=dynamo.table_name, Item={**old, "SK": {"S": "OLD"}})
     assert dynamo.get("T#1", "OLD") == Item("T#1", "OLD", data)
+    # And one compressed before the dictionary existed (plain zlib).
+    plain = {**key, "SK": {"S": "PLAIN"}, "V": {"N": "1"}, "Z": {"B": zlib.compress(text.encode(), 9)}}
+    dynamo._client.put_item(TableName=dynamo.table_name, Item=plain)
+    assert dynamo.get("T#1", "PLAIN") == Item("T#1", "PLAIN", data)
     with pytest.raises(ValueError):
         body.decode({"Z": {"B": raw["Z"]["B"][:20]}})
+    unknown = bytearray(raw["Z"]["B"])
+    unknown[2:6] = (zlib.adler32(b"another dictionary")).to_bytes(4, "big")
+    with pytest.raises(ValueError, match="unknown dictionary"):
+        body.decode({"Z": {"B": bytes(unknown)}})
+
+
+def test_a_compressed_body_reads_by_hand_as_the_docstring_says(dynamo: DynamoDBStore) -> None:
+    data = {"description": "Gift cards in a member's cart are never discounted. " * 12}
+    dynamo.commit([Put(Item("T#1", "META", data))])
+    key = {"PK": {"S": "T#1"}, "SK": {"S": "META"}}
+    z = dynamo._client.get_item(TableName=dynamo.table_name, Key=key)["Item"]["Z"]["B"]
+    shown = subprocess.run(
+        [sys.executable, "-m", "taskgate.store.body"], input=z, capture_output=True, check=True
+    )
+    assert json.loads(shown.stdout) == data
+    bad = subprocess.run([sys.executable, "-m", "taskgate.store.body"], input=b"xx", capture_output=True)
+    assert bad.returncode == 1 and b"not a compressed taskgate body" in bad.stderr
 
 
 def test_one_write_is_one_conditional_write_not_a_transaction(dynamo: DynamoDBStore) -> None:
