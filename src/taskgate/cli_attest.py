@@ -66,9 +66,21 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
     lines = [f"{m['task']} {m['event'] or '(head)'}: {m['reason']}" for m in out["mismatches"]]
-    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: " + (
-        "every chain matches" if out["ok"] else "MISMATCH"
-    )
+    lines += [
+        f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
+        "chain intact after them"
+        for u in out["unchained_tasks"]
+    ]
+    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: "
+    if not out["ok"]:
+        summary += "MISMATCH"
+    elif out["unchained"]:
+        summary += (
+            f"{out['unchained']} unchained events in {len(out['unchained_tasks'])} tasks, not verified; "
+            "every chain intact"
+        )
+    else:
+        summary += "every chain matches"
     _cli()._emit(args, out, "\n".join([summary, *lines]))
     return 0 if out["ok"] else 1
 
@@ -98,7 +110,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         dest="sub", required=True
     )
     a = audit.add_parser(
-        "verify", parents=[common], help="walk every task's history chain; exit 1 naming the first mismatch"
+        "verify",
+        parents=[common],
+        help="walk every task's history chain; exit 1 naming the first mismatch "
+        "(events written before the chain was kept are counted as unchained: exit 0)",
     )
     a.add_argument("project")
     a.set_defaults(func=cmd_audit_verify)

@@ -542,10 +542,21 @@ class ChainMismatch(Out):
     reason: str
 
 
+class UnchainedTask(Out):
+    task: str
+    events: int = Field(description="Its first events, written before this server kept a hash chain")
+
+
 class AuditOut(Out):
     project: str
-    ok: bool
+    ok: bool = Field(description="No mismatch (unchained events are not one, and are not verified either)")
     tasks: int
     events: int
     statements: int = Field(description="Signed statements checked against the history they name")
     mismatches: list[ChainMismatch] = Field(description="The first mismatch of each task that has one")
+    unchained: int = Field(
+        description="Events written before this server kept a hash chain: neither a mismatch nor verified"
+    )
+    unchained_tasks: list[UnchainedTask] = Field(
+        description="Each task whose chain matches from its first chained event and has unchained events"
+    )

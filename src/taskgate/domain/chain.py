@@ -74,39 +74,108 @@ class Mismatch:
     reason: str
 
 
-def first_mismatch(
-    task_id: str, head: str | None, events: Sequence[tuple[str, Mapping[str, Any]]]
-) -> Mismatch | None:
-    """Walk one task's events (sort key and stored body, in key order) against the chain: each
-    event must sit under its own key, name its task, and hold the hash of the event before it
-    (None for the first); the task's head must be the hash of the last. None: it all matches."""
+@dataclass(frozen=True)
+class Reading:
+    """What one task's stored history says against its chain."""
+
+    unchained: int  # events before the chain's first event: written before this server kept a chain
+    mismatch: Mismatch | None  # the first place it does not match; None: it all matches
+
+
+def read_chain(
+    task_id: str,
+    head: str | None,
+    events: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    signed_from: int | None = None,
+) -> Reading:
+    """Walk one task's events (sort key and stored body, in key order) against the chain.
+
+    Each event must sit under its own key and name its task. The chain runs from the last event
+    of the leading run of events that hold no `prev` up to the task's head: every event after it
+    must hold the hash of the event before it, and the head must be the hash of the last. Events
+    before the chain's first one were written by a taskgate that kept no chain (neither `prev`
+    nor a head): they are counted as unchained, neither a mismatch nor verified. Only a leading
+    run can be unchained: the server never writes an event without `prev` after a chained one,
+    so one in the middle of a chain is a mismatch, which is what stripping `prev` to cut a
+    chain looks like. A task with no head and only events without `prev` is all unchained.
+
+    signed_from: the task version of the task's first signed statement. Statements are signed
+    only by a server that keeps the chain, and each names the head at its event: so the chain
+    must exist by then, and a task that has statements must have a head. Without this, removing
+    every `prev` and the head (or cutting the chain after a statement) would read as legacy."""
     prev: str | None = None
     prev_sk: str | None = None
-    for sk, body in events:
+    chained = False  # past the chain's first event, i.e. an event holding `prev` was seen
+    start: tuple[int, str] | None = None  # index and key of the chain's first event so far
+    for i, (sk, body) in enumerate(events):
         seq = body.get("seq")
         if body.get("task_id") != task_id or not isinstance(seq, int) or event_sk(seq) != sk:
-            return Mismatch(
-                task_id, sk, f"event {sk} is not where it was written (it says {task_id!r} seq {seq!r})"
+            return Reading(
+                0,
+                Mismatch(
+                    task_id, sk, f"event {sk} is not where it was written (it says {task_id!r} seq {seq!r})"
+                ),
             )
-        if body.get("prev") != prev:
-            before = f"event {prev_sk}" if prev_sk else "nothing (it would be the first event)"
-            return Mismatch(
-                task_id,
-                sk,
-                f"event {sk} does not follow {before}: it holds prev {body.get('prev')!r}, "
-                f"the chain says {prev!r} (an event at or before it was changed, removed or moved)",
-            )
+        if not chained and body.get("prev") is None:
+            start = (i, sk)  # unchained, or the chain's first event: the events after it say which
+        else:
+            chained = True
+            if body.get("prev") != prev:
+                before = f"event {prev_sk}" if prev_sk else "nothing (it would be the first event)"
+                return Reading(
+                    0,
+                    Mismatch(
+                        task_id,
+                        sk,
+                        f"event {sk} does not follow {before}: it holds prev {body.get('prev')!r}, "
+                        f"the chain says {prev!r} (an event at or before it was changed, removed or moved)",
+                    ),
+                )
         try:
             prev = digest(dict(body))
         except (TypeError, ValueError) as exc:  # a value JCS cannot write: not what we stored
-            return Mismatch(task_id, sk, f"event {sk} cannot be canonicalised: {exc}")
+            return Reading(0, Mismatch(task_id, sk, f"event {sk} cannot be canonicalised: {exc}"))
         prev_sk = sk
+    if head is None and not chained:
+        if signed_from is not None:
+            return Reading(
+                0,
+                Mismatch(
+                    task_id,
+                    None,
+                    f"the task has no chain head, yet it has a signed statement (of {event_sk(signed_from)}) "
+                    "naming one: its chain was removed",
+                ),
+            )
+        return Reading(len(events), None)  # nothing written since the chain began: all unchained
     if head != prev:
         last = f"its last event {prev_sk}" if prev_sk else "no events"
-        return Mismatch(
-            task_id,
-            None,
-            f"the task's chain head {head!r} does not match {last} ({prev!r}): "
-            "the last event was changed or removed",
+        return Reading(
+            0,
+            Mismatch(
+                task_id,
+                None,
+                f"the task's chain head {head!r} does not match {last} ({prev!r}): "
+                "the last event was changed or removed",
+            ),
         )
-    return None
+    unchained, first_sk = start if start is not None else (0, None)
+    if first_sk is not None and signed_from is not None and event_sk(signed_from) < first_sk:
+        return Reading(
+            0,
+            Mismatch(
+                task_id,
+                first_sk,
+                f"event {first_sk} holds no prev, yet the signed statement of {event_sk(signed_from)}, "
+                "before it, shows the history was chained by then: the chain was cut",
+            ),
+        )
+    return Reading(unchained, None)
+
+
+def first_mismatch(
+    task_id: str, head: str | None, events: Sequence[tuple[str, Mapping[str, Any]]]
+) -> Mismatch | None:
+    """The first place a task's history does not match its chain (read_chain); None: it matches."""
+    return read_chain(task_id, head, events).mismatch

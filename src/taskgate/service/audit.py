@@ -1,6 +1,9 @@
 """Walk a project's task histories against their hash chains (domain/chain.py), and each task's
 signed statements against the history they name: reads only.
 
+A task written before this server kept the chain starts with events holding no `prev`: those
+are counted as unchained (domain/chain.py read_chain), apart from mismatches and never verified.
+
 The chain alone shows a history changed in place; whoever can write the database can also
 recompute every hash of it. The signed statements cannot be recomputed without the attestation
 key, and each names the chain head at its decision: so a history rewritten before a decision no
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain import dsse
-from taskgate.domain.chain import Mismatch, digest, event_sk, first_mismatch
+from taskgate.domain.chain import Mismatch, digest, event_sk, read_chain
 from taskgate.domain.models import Attestation, VerificationRun
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -31,10 +34,17 @@ class Audit:
     events: int = 0
     statements: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)  # the first of each task that has one
+    # Per task whose chain matches: its events written before this server kept a chain (if any)
+    unchained: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
+        """No mismatch. Unchained events are not a mismatch, and not verified either."""
         return not self.mismatches
+
+    @property
+    def unchained_events(self) -> int:
+        return sum(self.unchained.values())
 
 
 def _statements(ctx: Context, task_id: str) -> list[tuple[int, dict[str, Any]]]:
@@ -72,8 +82,17 @@ def _statement_mismatch(
     return None
 
 
-def task_chain(ctx: Context, task_id: str, head: str | None) -> tuple[int, int, Mismatch | None]:
-    """How many events and statements the task has, and the first place they do not match."""
+@dataclass(frozen=True)
+class TaskChain:
+    events: int
+    statements: int
+    unchained: int
+    mismatch: Mismatch | None
+
+
+def task_chain(ctx: Context, task_id: str, head: str | None) -> TaskChain:
+    """How many events and statements the task has, how many events came before its chain, and
+    the first place they do not match."""
     events = [
         (i.sk, i.data)
         for i in ctx.all_pages(
@@ -81,14 +100,15 @@ def task_chain(ctx: Context, task_id: str, head: str | None) -> tuple[int, int, 
         )
     ]
     signed = _statements(ctx, task_id)
-    mismatch = first_mismatch(task_id, head, events)
+    reading = read_chain(task_id, head, events, signed_from=signed[0][0] if signed else None)
+    mismatch = reading.mismatch
     if mismatch is None:
         hashes = {sk: digest(body) for sk, body in events}
         for seq, envelope in signed:
             mismatch = _statement_mismatch(ctx, task_id, hashes, seq, envelope)
             if mismatch is not None:
                 break
-    return len(events), len(signed), mismatch
+    return TaskChain(len(events), len(signed), reading.unchained if mismatch is None else 0, mismatch)
 
 
 def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
@@ -99,10 +119,12 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
         task_id = str(item.data.get("id"))
         head = item.data.get("history_head")
-        events, statements, mismatch = task_chain(ctx, task_id, head if isinstance(head, str) else None)
+        chain = task_chain(ctx, task_id, head if isinstance(head, str) else None)
         out.tasks += 1
-        out.events += events
-        out.statements += statements
-        if mismatch is not None:
-            out.mismatches.append(mismatch)
+        out.events += chain.events
+        out.statements += chain.statements
+        if chain.mismatch is not None:
+            out.mismatches.append(chain.mismatch)
+        elif chain.unchained:
+            out.unchained[task_id] = chain.unchained
     return out

@@ -2,7 +2,9 @@
 
 One kms:Sign per statement; the public key is read once per process (kms:GetPublicKey).
 KMS signs a RAW message of up to 4096 bytes itself (hashing it with SHA-256); a longer PAE is
-hashed here and sent as a DIGEST, which KMS signs as the same ECDSA-SHA-256 signature."""
+hashed here and sent as a DIGEST, which KMS signs as the same ECDSA-SHA-256 signature.
+Short statements stay RAW because that path is checked end to end on moto, which (5.2.5) ignores
+MessageType and hashes a DIGEST again (tests/attest/test_kms_signing.py)."""
 
 from __future__ import annotations
 

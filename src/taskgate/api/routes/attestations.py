@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from taskgate import runtime
 from taskgate.api.access import Access, caller, route
-from taskgate.api.schemas import AttestationKey, AuditOut, ChainMismatch
+from taskgate.api.schemas import AttestationKey, AuditOut, ChainMismatch, UnchainedTask
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.service import attestations, audit
 
@@ -57,7 +57,8 @@ def task_attestations(task_id: str) -> Response[str]:
     "GET",
     "/api/projects/<project>/audit",
     Access.HUMAN,
-    summary="Walk every task's history hash chain; name the first event of each that does not match",
+    summary="Walk every task's history hash chain; name the first event of each that does not match "
+    "and count the events written before the chain was kept",
     tags=TAGS,
 )
 def audit_project(project: str) -> AuditOut:
@@ -69,4 +70,6 @@ def audit_project(project: str) -> AuditOut:
         events=done.events,
         statements=done.statements,
         mismatches=[ChainMismatch(task=m.task_id, event=m.event, reason=m.reason) for m in done.mismatches],
+        unchained=done.unchained_events,
+        unchained_tasks=[UnchainedTask(task=t, events=n) for t, n in done.unchained.items()],
     )
