@@ -51,6 +51,9 @@ class Gathered:
     # The repository was read and the submitted commit is not in it: nothing ran, and the
     # server fails the run (the executor must push it). Not an error of the verifier.
     commit_missing: bool = False
+    # The full commit checked out (`git rev-parse HEAD`): the submitted one may be abbreviated,
+    # and the server signs the full one.
+    commit: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -113,6 +116,7 @@ class Runner:
                 return
             except CheckoutError as exc:
                 raise RunError(f"checkout failed: {exc}") from exc
+        g.commit = co.head
         self.progress(
             f"checkout of {co.head[:12]} from {work['repo']} at {co.path} in {g.timings['checkout']:.2f} s"
         )
