@@ -5,8 +5,9 @@
 - A human's acceptance: predicate https://slsa.dev/verification_summary/v1 (a VSA) about the
   same commit, naming the test-result statement it relied on.
 
-Facts the predicate types do not name (keys and credentials, check exit codes and report
-digests, the history chain head, the statement before this one) sit in one extra predicate
+Facts the predicate types do not name (keys and credentials, check exit codes, report digests
+and the runner versions the checks printed, the history chain head, the statement before this
+one) sit in one extra predicate
 field, `taskgate`: consumers of the standard predicates ignore fields they do not know (in-toto
 parsing rules).
 Digests are lowercase hex; timestamps RFC 3339 in UTC with a `Z`.
@@ -98,11 +99,14 @@ def criterion_name(c: Mapping[str, Any]) -> str:
 
 
 def _check(c: Mapping[str, Any]) -> dict[str, Any]:
-    """A check's exit code and, when it wrote a report the verifier read, that report's
-    sha256 (an in-toto DigestSet)."""
+    """A check's exit code; when it wrote a report the verifier read, that report's sha256 (an
+    in-toto DigestSet); when its output named a test runner's version, that line
+    (domain/runners.py: what the check printed, not what the verifier checked)."""
     out: dict[str, Any] = {"exitCode": c.get("exit_code")}
     if c.get("report_sha256"):
         out["reportDigest"] = {"sha256": c["report_sha256"]}
+    if c.get("runner"):
+        out["runner"] = c["runner"]
     return out
 
 

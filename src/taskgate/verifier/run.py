@@ -21,6 +21,7 @@ from typing import Any
 from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError
+from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
@@ -192,11 +193,13 @@ class Runner:
                 output_tail=_tail(done.output),
                 duration_ms=done.duration_ms,
                 missing_tool=self._missing(check.command, done),
+                runner=runner_line(done.head, done.output),
             )
             if done.timed_out:
                 self.progress(f"check {name}: timed out after {_seconds(minutes)}, stopped")
                 raise RunError(f"check {name} timed out after {_seconds(minutes)}")
-            self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s")
+            ran = f" ({g.checks[name].runner})" if g.checks[name].runner else ""
+            self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s{ran}")
             if g.checks[name].missing_tool:
                 self.progress(f"check {name}: its shell could not run `{g.checks[name].missing_tool}` here")
 
