@@ -7,9 +7,8 @@
 
 Facts the predicate types do not name (keys and credentials, check exit codes, report digests
 and the runner versions the checks printed, the history chain head, the statement before this
-one) sit in one extra predicate
-field, `taskgate`: consumers of the standard predicates ignore fields they do not know (in-toto
-parsing rules).
+one) sit in one extra predicate field, `taskgate`: consumers of the standard predicates ignore
+fields they do not know (in-toto parsing rules).
 Digests are lowercase hex; timestamps RFC 3339 in UTC with a `Z`.
 """
 
