@@ -210,5 +210,14 @@ PYTEST_CHECK = {
 }
 
 
+def pytest_runner() -> str:
+    """The runner line (domain/runners.py) pytest's header gives for the checks' Python."""
+    code = (
+        "import platform, pytest, pluggy; "
+        "print(f'pytest {pytest.__version__} (Python {platform.python_version()}, pluggy {pluggy.__version__})')"
+    )
+    return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def pytest_config(**extra: Any) -> dict[str, Any]:
     return {"check_timeout_minutes": 2, "checks": {"unit": PYTEST_CHECK}, **extra}

@@ -1,5 +1,6 @@
 """Proof of verification end to end: `taskgate serve`, `taskgate verify --once` on a real pytest
-repository, a human's acceptance, then the CLI: `attest key`, `attest export`, `attest verify`
+repository (each commit submitted abbreviated: the statements name the full commit the verifier
+checked out, and the runner version its pytest check printed), a human's acceptance, then the CLI: `attest key`, `attest export`, `attest verify`
 (offline, with the key file) passing on the export and failing, with the reason, after one byte
 of the payload, the signature, the commit or the key is changed; securesystemslib's DSSE agrees;
 `audit verify` finds every history chain intact, and names the event after one is edited."""
@@ -36,6 +37,7 @@ from tests.verifier.support import (
     Repo,
     git,
     pytest_config,
+    pytest_runner,
 )
 
 
@@ -80,18 +82,16 @@ def test_decisions_and_acceptance_are_signed_and_verify_offline(
     # The check copies the report it wrote (named by the time it ran, to keep the order), then
     # exits with pytest's status.
     copy = f'; s=$?; cp reports/junit.xml "{kept}/$(date +%s%N).xml"; exit $s'
-    gate = Gate.create(
-        live,
-        repo,
-        pytest_config(checks={"unit": {**PYTEST_CHECK, "command": PYTEST_CHECK["command"] + copy}}),
-    )
+    # Not quiet: pytest's header names its version.
+    command = str(PYTEST_CHECK["command"]).replace(" -q ", " ") + copy
+    gate = Gate.create(live, repo, pytest_config(checks={"unit": {**PYTEST_CHECK, "command": command}}))
     tid = gate.task([KEEPS_DIGITS])
     broken = git(repo.path, "rev-parse", "HEAD")
-    gate.submit(tid, broken)
+    gate.submit(tid, broken[:7])
     [failed] = gate.verify_json()
     assert failed["verdict"] == "failed"
     fixed = repo.commit({"slug.py": SLUGIFY}, "keep digits")
-    gate.submit(tid, fixed)
+    gate.submit(tid, fixed[:12])
     [passed] = gate.verify_json()
     assert passed["verdict"] == "passed"
     assert sorted(gate.detail(tid)["signed_runs"]) == sorted(r["id"] for r in gate.detail(tid)["runs"])
@@ -128,11 +128,20 @@ def test_decisions_and_acceptance_are_signed_and_verify_offline(
     assert len(written) == 2
     digests = [hashlib.sha256(p.read_bytes()).hexdigest() for p in written]
     assert digests[0] != digests[1]  # a failing and a passing report
+    runner = pytest_runner()
     assert [s["predicate"]["taskgate"]["checks"]["unit"] for s in statements[:2]] == [
-        {"exitCode": 1, "reportDigest": {"sha256": digests[0]}},
-        {"exitCode": 0, "reportDigest": {"sha256": digests[1]}},
+        {"exitCode": 1, "reportDigest": {"sha256": digests[0]}, "runner": runner},
+        {"exitCode": 0, "reportDigest": {"sha256": digests[1]}, "runner": runner},
     ]
     runs = {r["id"]: r for r in gate.detail(tid)["runs"]}
+    # Each run keeps what was submitted and the full commit its verifier checked out.
+    assert [
+        (
+            runs[s["predicate"]["taskgate"]["run"]]["commit_sha"],
+            runs[s["predicate"]["taskgate"]["run"]]["resolved_commit"],
+        )
+        for s in statements[:2]
+    ] == [(broken[:7], broken), (fixed[:12], fixed)]
     assert [
         runs[s["predicate"]["taskgate"]["run"]]["checks"]["unit"]["report_sha256"] for s in statements[:2]
     ] == digests
@@ -153,6 +162,7 @@ def test_decisions_and_acceptance_are_signed_and_verify_offline(
         changed = tmp_path / f"changed-{field}.jsonl"
         changed.write_text("\n".join([lines[0], _envelope_edit(lines[1], field, None), lines[2]]) + "\n")
         assert reason in fails(changed, "--key", str(pem))
+    assert "is not a full commit id" in fails(bundle_path, "--key", str(pem), "--commit", fixed[:12])
     other_commit = fixed[:-1] + ("0" if fixed[-1] != "0" else "1")
     assert f"about commit {fixed}, not {other_commit}" in fails(
         bundle_path, "--key", str(pem), "--commit", other_commit

@@ -517,6 +517,13 @@ class FinishIn(In):
         description="The repository was fetched and the submitted commit is not in it: nothing "
         "ran. The run fails (the executor must push it); a fetch that failed is an error instead.",
     )
+    commit: str | None = Field(
+        default=None,
+        max_length=200,  # bounded; the service says what a full commit is
+        description="The full commit the verifier checked out (`git rev-parse HEAD`: 40 or 64 "
+        "lowercase hex digits), which must start with the submitted one (an agent may submit an "
+        "abbreviation). Signed statements name it as the subject's gitCommit.",
+    )
 
 
 class RunFinished(Out):

@@ -160,6 +160,9 @@ class Submission(Record):
     actor: str
     credential_id: str
     submitted_at: datetime
+    # The full commit a verifier checked out for it (commit_sha may be an abbreviation): set by
+    # the server from a run's finish, never from the submitter; what statements sign as gitCommit.
+    resolved_commit: str | None = Field(default=None, pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 class AttemptEnding(StrEnum):
@@ -418,10 +421,12 @@ class VerificationRun(Record):
     task_id: str
     project: str
     attempt: int
-    commit_sha: str
+    commit_sha: str  # as submitted: may be an abbreviation
     credential_id: str
     started_at: datetime
     finished_at: datetime | None = None
+    # The full commit the verifier checked out (sent with its finish, checked to extend commit_sha)
+    resolved_commit: str | None = Field(default=None, pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
     status: RunStatus = "running"
     summary: str = ""
     checks: dict[str, Any] = Field(default_factory=dict)

@@ -26,6 +26,7 @@ from taskgate.domain.models import (
     Spec,
     Submission,
 )
+from taskgate.domain.runners import RUNNER_CHARS
 from taskgate.domain.text import tail_lines
 from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
@@ -50,6 +51,9 @@ class CheckResult(BaseModel):
     # sha256 (lowercase hex) of the report file's bytes as the verifier read and parsed them:
     # signed with the run, so a report kept elsewhere can be matched to the decision.
     report_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    # The test runner's version line the check printed (domain/runners.py), e.g.
+    # "pytest 8.3.2 (Python 3.12.3, pluggy 1.5.0)": what the check's output said, signed as such.
+    runner: str | None = Field(default=None, min_length=1, max_length=RUNNER_CHARS, pattern=r"^[ -~]+$")
 
 
 class EvidenceSource(BaseModel):

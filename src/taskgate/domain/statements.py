@@ -1,14 +1,14 @@
 """The in-toto Statements taskgate signs (in-toto Attestation Framework v1).
 
 - A decided verification run: predicate https://in-toto.io/attestation/test-result/v0.1 about
-  the submitted commit (subject digest `gitCommit`).
+  the submitted commit (subject digest `gitCommit`: the full id, see `subject`).
 - A human's acceptance: predicate https://slsa.dev/verification_summary/v1 (a VSA) about the
   same commit, naming the test-result statement it relied on.
 
-Facts the predicate types do not name (keys and credentials, check exit codes and report
-digests, the history chain head, the statement before this one) sit in one extra predicate
-field, `taskgate`: consumers of the standard predicates ignore fields they do not know (in-toto
-parsing rules).
+Facts the predicate types do not name (keys and credentials, check exit codes, report digests
+and the runner versions the checks printed, the history chain head, the statement before this
+one) sit in one extra predicate field, `taskgate`: consumers of the standard predicates ignore
+fields they do not know (in-toto parsing rules).
 Digests are lowercase hex; timestamps RFC 3339 in UTC with a `Z`.
 """
 
@@ -35,8 +35,36 @@ VERIFIED = "TASKGATE_VERIFIED"  # a passed run of the verifier backs the accepta
 ACCEPTED = "TASKGATE_ACCEPTED"  # a human (or a delegated agent, for low risk) accepted
 
 
-def subject(repo: str, commit_sha: str) -> list[dict[str, Any]]:
-    return [{"name": repo or "repository", "digest": {"gitCommit": commit_sha.lower()}}]
+# The DigestSet key of a subject whose full commit was never resolved (see `subject`).
+COMMIT_PREFIX = "taskgateCommitPrefix"
+
+
+def subject(repo: str, commit_sha: str, full: str | None) -> list[dict[str, Any]]:
+    """The commit a statement is about. `full`: its full id (40 or 64 lowercase hex), when known.
+
+    `gitCommit` holds the full id only (in-toto DigestSet: "the lowercase hex SHA-1 (40
+    character) or SHA-256 (64 character) of a git commit"). When only the submitted
+    abbreviation is known (verification off, or a run that ended before a verifier resolved
+    it), the statement still needs a digest (Statement v1: every subject MUST have one), and
+    an abbreviation is not a commit id: it goes under our own algorithm name, which the
+    DigestSet spec allows ("a non-predefined algorithm", with its encoding documented: the
+    lowercase hex prefix of the commit id, as submitted), and is named again in an annotation.
+    Consumers MUST ignore algorithms they do not know, so such a statement matches no commit
+    by `gitCommit`: it does not claim a commit nobody resolved."""
+    name = repo or "repository"
+    if full is not None:
+        return [{"name": name, "digest": {"gitCommit": full}}]
+    short = commit_sha.lower()
+    return [
+        {
+            "name": name,
+            "digest": {COMMIT_PREFIX: short},
+            "annotations": {
+                "abbreviatedCommit": short,
+                "why": "only this abbreviation was submitted and no verifier resolved it to a full commit",
+            },
+        }
+    ]
 
 
 def statement(
@@ -70,11 +98,14 @@ def criterion_name(c: Mapping[str, Any]) -> str:
 
 
 def _check(c: Mapping[str, Any]) -> dict[str, Any]:
-    """A check's exit code and, when it wrote a report the verifier read, that report's
-    sha256 (an in-toto DigestSet)."""
+    """A check's exit code; when it wrote a report the verifier read, that report's sha256 (an
+    in-toto DigestSet); when its output named a test runner's version, that line
+    (domain/runners.py: what the check printed, not what the verifier checked)."""
     out: dict[str, Any] = {"exitCode": c.get("exit_code")}
     if c.get("report_sha256"):
         out["reportDigest"] = {"sha256": c["report_sha256"]}
+    if c.get("runner"):
+        out["runner"] = c["runner"]
     return out
 
 
@@ -82,6 +113,7 @@ def test_result(
     *,
     repo: str,
     commit_sha: str,
+    full_commit: str | None,
     verdict: str,
     url: str | None,
     config: Mapping[str, Any] | None,
@@ -91,7 +123,8 @@ def test_result(
     checks: Mapping[str, Mapping[str, Any]],
     facts: dict[str, Any],
 ) -> dict[str, Any]:
-    """The statement for a decided run. `criteria`: the run's criteria (id, kind, verify_ref);
+    """The statement for a decided run. `commit_sha`: as submitted; `full_commit`: its full id
+    when known (see `subject`). `criteria`: the run's criteria (id, kind, verify_ref);
     `evidence`: the stored result per criterion id; `checks`: the stored check results;
     `facts`: taskgate's own fields (see the module docstring)."""
     configuration: list[dict[str, Any]] = [
@@ -136,13 +169,14 @@ def test_result(
         "checks": {name: _check(c) for name, c in sorted(checks.items())},
         "criteria": {cid: {"result": (e or {}).get("result")} for cid, e in sorted(evidence.items())},
     }
-    return statement(subject(repo, commit_sha), TEST_RESULT, predicate)
+    return statement(subject(repo, commit_sha, full_commit), TEST_RESULT, predicate)
 
 
 def verification_summary(
     *,
     repo: str,
     commit_sha: str,
+    full_commit: str | None,
     verifier_id: str,
     at: datetime,
     policy_uri: str,
@@ -158,11 +192,11 @@ def verification_summary(
     predicate: dict[str, Any] = {
         "verifier": {"id": verifier_id},
         "timeVerified": iso(at),
-        "resourceUri": resource_uri(repo, commit_sha),
+        "resourceUri": resource_uri(repo, full_commit or commit_sha),
         "policy": {"uri": policy_uri, "digest": {"sha256": policy_digest}},
         "inputAttestations": inputs,
         "verificationResult": "PASSED",
         "verifiedLevels": [VERIFIED, ACCEPTED] if input_statement else [ACCEPTED],
         "taskgate": facts,
     }
-    return statement(subject(repo, commit_sha), VSA, predicate)
+    return statement(subject(repo, commit_sha, full_commit), VSA, predicate)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from taskgate.domain import dsse, statements
+from taskgate.domain import commit_ids, dsse, statements
 from taskgate.domain.chain import canonical, digest
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError
@@ -98,9 +98,14 @@ def for_run(
     }
     if error:
         facts["error"] = error
+    # The full commit: the one this run's verifier checked out, else one an earlier run resolved
+    # for the same submission (a run ended without an answer resolved nothing itself); None when
+    # only an abbreviation is known (statements.subject says how that is signed).
+    earlier = submission.resolved_commit if submission and submission.commit_sha == run.commit_sha else None
     statement = statements.test_result(
         repo=repo,
         commit_sha=run.commit_sha,
+        full_commit=commit_ids.full_commit(run.commit_sha, run.resolved_commit, earlier),
         verdict=verdict,
         url=url,
         config=config,
@@ -153,6 +158,7 @@ def for_acceptance(
     statement = statements.verification_summary(
         repo=repo,
         commit_sha=submission.commit_sha,
+        full_commit=commit_ids.full_commit(submission.commit_sha, submission.resolved_commit),
         verifier_id=attestor.verifier_id(),
         at=now,
         policy_uri=policy_uri,

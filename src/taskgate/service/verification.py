@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from taskgate.domain import commit_ids
 from taskgate.domain import outcome as rules
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import (
+    Attempt,
     CriterionKind,
     FailedTest,
     Finding,
@@ -146,6 +148,21 @@ def _signed(
         run.model_copy(update={"attestation": envelope, "attestation_seq": task.version + 1}),
         new.model_copy(update={"attestation_head": payload_sha}),
     )
+
+
+def _resolved(task: Task, submitted: str, commit: str) -> list[Attempt]:
+    """The attempts with the full commit set on the submission a run resolved (the last one, if
+    it is still the run's: a submission is what a later acceptance signs)."""
+    attempts = list(task.attempts)
+    for i in range(len(attempts) - 1, -1, -1):
+        sub = attempts[i].submission
+        if sub is not None:
+            if sub.commit_sha == submitted:
+                attempts[i] = attempts[i].model_copy(
+                    update={"submission": sub.model_copy(update={"resolved_commit": commit})}
+                )
+            break
+    return attempts
 
 
 def _close_if_abandoned(ctx: Context, task: Task, project: Project) -> Task:
@@ -367,10 +384,12 @@ def finish(
     results: dict[str, rules.CriterionResult],
     error: str | None = None,
     commit_missing: bool = False,
+    commit: str | None = None,
 ) -> tuple[VerificationRun, Task]:
     """Record a run's evidence; the server decides passed, failed, error or spec error and moves
     the task. `commit_missing`: the verifier fetched the project's repository and the submitted
-    commit is not in it (nothing ran)."""
+    commit is not in it (nothing ran). `commit`: the full commit the verifier checked out; it
+    must extend the submitted one, and is kept on the run and its submission, and signed."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
@@ -382,8 +401,14 @@ def finish(
         raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
     if len(checks) > MAX_CHECKS:
         raise invalid(f"at most {MAX_CHECKS} checks per run")
-    if commit_missing and (checks or results or error):
-        raise invalid("a run whose commit is missing ran nothing: send no checks, results or error with it")
+    if commit_missing and (checks or results or error or commit):
+        raise invalid(
+            "a run whose commit is missing ran nothing: send no checks, results, error or commit with it"
+        )
+    if commit is not None:
+        problem = commit_ids.resolution_problem(run.commit_sha, commit)
+        if problem is not None:
+            raise invalid(f"{problem}; nothing was recorded")
     held = {c.id for c in criteria}
     merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
     merged.update(results)
@@ -452,8 +477,11 @@ def finish(
             "summary": verdict.summary,
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
+            "resolved_commit": commit,
         }
     )
+    if commit is not None:
+        new = new.model_copy(update={"attempts": _resolved(new, run.commit_sha, commit)})
     done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=error, now=now)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
     return done.model_copy(update={"version": run.version + 1}), new.model_copy(

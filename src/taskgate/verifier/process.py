@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import IO, Protocol
 
 TAIL_BYTES = 64 * 1024  # output kept in memory per command; the server keeps the last 4,000 chars
+# Its start is kept apart: where a test runner prints its version (domain/runners.py), which a
+# long run's tail has lost.
+HEAD_BYTES = 8 * 1024
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL for a command that timed out or was interrupted
 READER_JOIN_S = 2.0
 MARKER_VAR = "TGVERIFY_RUN_MARK"  # not TASKGATE_*: that prefix is what the scrub removes
@@ -70,13 +73,16 @@ class Finished:
     output: str  # the tail, decoded, secrets redacted (stdout and stderr, unless split)
     duration_ms: int
     errors: str = ""  # stderr's tail, when asked for apart
+    head: str = ""  # the first HEAD_BYTES of the output, decoded, secrets redacted
 
 
 class _Tail:
-    """Drains a pipe in a thread, keeping only the last TAIL_BYTES (a check may print gigabytes)."""
+    """Drains a pipe in a thread, keeping only the first HEAD_BYTES and the last TAIL_BYTES (a
+    check may print gigabytes)."""
 
     def __init__(self, pipe: IO[bytes] | None) -> None:
         self.buf = bytearray()
+        self.first = bytearray()
         self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
         self.thread.start()
 
@@ -84,12 +90,17 @@ class _Tail:
         if pipe is None:
             return
         while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            if len(self.first) < HEAD_BYTES:
+                self.first += chunk[: HEAD_BYTES - len(self.first)]
             self.buf += chunk
             if len(self.buf) > 2 * TAIL_BYTES:
                 del self.buf[: len(self.buf) - TAIL_BYTES]
 
     def text(self) -> str:
         return bytes(self.buf[-TAIL_BYTES:]).decode("utf-8", "replace")
+
+    def head(self) -> str:
+        return bytes(self.first).decode("utf-8", "replace")
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -242,6 +253,7 @@ def run(
         output=redact(tail.text(), secrets_),
         duration_ms=int((time.monotonic() - started) * 1000),
         errors=redact(err_tail.text(), secrets_),
+        head=redact(tail.head(), secrets_),
     )
 
 

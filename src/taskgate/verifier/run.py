@@ -21,6 +21,7 @@ from typing import Any
 from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError
+from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
@@ -51,6 +52,9 @@ class Gathered:
     # The repository was read and the submitted commit is not in it: nothing ran, and the
     # server fails the run (the executor must push it). Not an error of the verifier.
     commit_missing: bool = False
+    # The full commit checked out (`git rev-parse HEAD`): the submitted one may be abbreviated,
+    # and the server signs the full one.
+    commit: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -113,6 +117,7 @@ class Runner:
                 return
             except CheckoutError as exc:
                 raise RunError(f"checkout failed: {exc}") from exc
+        g.commit = co.head
         self.progress(
             f"checkout of {co.head[:12]} from {work['repo']} at {co.path} in {g.timings['checkout']:.2f} s"
         )
@@ -188,11 +193,13 @@ class Runner:
                 output_tail=_tail(done.output),
                 duration_ms=done.duration_ms,
                 missing_tool=self._missing(check.command, done),
+                runner=runner_line(done.head, done.output),
             )
             if done.timed_out:
                 self.progress(f"check {name}: timed out after {_seconds(minutes)}, stopped")
                 raise RunError(f"check {name} timed out after {_seconds(minutes)}")
-            self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s")
+            ran = f" ({g.checks[name].runner})" if g.checks[name].runner else ""
+            self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s{ran}")
             if g.checks[name].missing_tool:
                 self.progress(f"check {name}: its shell could not run `{g.checks[name].missing_tool}` here")
 

@@ -70,6 +70,7 @@ class Finished:
             "needs_human": self.needs_human,
             "error": g.error,
             "commit_missing": g.commit_missing,
+            "commit": g.commit,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -257,6 +258,7 @@ class Worker:
             "results": {cid: r.model_dump(mode="json") for cid, r in g.results.items()},
             "error": g.error,
             **({"commit_missing": True} if g.commit_missing else {}),
+            **({"commit": g.commit} if g.commit else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:

@@ -77,6 +77,7 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         results=body.results,
         error=body.error,
         commit_missing=body.commit_missing,
+        commit=body.commit,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
