@@ -96,9 +96,16 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         args,
         payload,
         f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
-        f"chained; the last is about commit {done.last_commit}",
+        f"chained; the last is about "
+        + (f"commit {done.last_commit}" if done.last_commit else f"an abbreviated commit {_short(done)}"),
     )
     return 0
+
+
+def _short(done: Any) -> str:
+    from taskgate.domain import statements
+
+    return str(done.statements[-1]["subject"][0]["digest"].get(statements.COMMIT_PREFIX))
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:

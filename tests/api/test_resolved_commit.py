@@ -18,6 +18,7 @@ import pytest
 from taskgate import runtime
 from taskgate.domain import dsse, statements
 from taskgate.service import attestations, claims, verification
+from taskgate.signing import bundle
 from tests.api.support import Env
 from tests.support.world import dump
 from tests.verifier.support import TASKGATE
@@ -149,6 +150,7 @@ def test_an_abbreviation_nobody_resolved_is_never_signed_as_git_commit(env: Env,
     key.write_text(attestor.public_key().pem)
     path = tmp_path / "bundle.jsonl"
     path.write_text(json.dumps(envelope) + "\n")
+    # Its signature and chain verify: it is a signed statement about what was submitted...
     done = subprocess.run(
         [TASKGATE, "attest", "verify", str(path), "--key", str(key)],
         capture_output=True,
@@ -156,5 +158,23 @@ def test_an_abbreviation_nobody_resolved_is_never_signed_as_git_commit(env: Env,
         timeout=60,
         check=False,
     )
+    assert done.returncode == 0, done.stderr
+    assert "the last is about an abbreviated commit " + SHORT in done.stdout
+    # ...but it is about no full commit, so it matches none.
+    done = subprocess.run(
+        [TASKGATE, "attest", "verify", str(path), "--key", str(key), "--commit", FULL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1
-    assert f"line 1 names only the abbreviated commit {SHORT}: no verifier resolved it" in done.stderr
+    assert f"names only the abbreviated commit {SHORT} (no verifier resolved it" in done.stderr
+
+
+@pytest.mark.parametrize("digest", [{"gitCommit": SHORT}, {"gitCommit": FULL.upper()}, {"sha1": FULL}, {}])
+def test_a_subject_without_a_full_git_commit_or_our_prefix_is_refused(digest: dict[str, str]) -> None:
+    stmt = {"subject": [{"name": "repo", "digest": digest}]}
+    with pytest.raises(bundle.Invalid, match="line 1: "):
+        bundle._subject_commit(stmt, "line 1")
+    assert bundle._subject_commit({"subject": [{"name": "r", "digest": {"gitCommit": FULL}}]}, "l") == FULL

@@ -12,7 +12,8 @@ from typing import Any
 from taskgate.domain import dsse, statements
 from taskgate.signing.keys import PublicKey
 
-COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}$")
+FULL_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # gitCommit: the full id, SHA-1 or SHA-256
+PREFIX_RE = re.compile(r"^[0-9a-f]{7,63}$")  # statements.COMMIT_PREFIX: the abbreviation submitted
 
 
 class Invalid(Exception):
@@ -24,20 +25,32 @@ class Verified:
     statements: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def last_commit(self) -> str:
-        return str(self.statements[-1]["subject"][0]["digest"]["gitCommit"])
+    def last_commit(self) -> str | None:
+        """The full commit the last statement is about; None if it names only an abbreviation."""
+        sha = self.statements[-1]["subject"][0]["digest"].get("gitCommit")
+        return str(sha) if sha is not None else None
 
 
 def _subject_commit(stmt: dict[str, Any], where: str) -> str:
+    """The commit a statement is about: its full id (`gitCommit`), or `prefix:<abbreviation>` for
+    a subject that names only the submitted abbreviation (domain.statements.subject)."""
     subjects = stmt.get("subject")
     if not isinstance(subjects, list) or not subjects:
         raise Invalid(f"{where}: the statement has no subject")
     commits = set()
     for s in subjects:
-        sha = (s.get("digest") or {}).get("gitCommit") if isinstance(s, dict) else None
-        if not isinstance(sha, str) or not COMMIT_RE.match(sha):
-            raise Invalid(f"{where}: subject digest gitCommit is missing or not lowercase hex: {sha!r}")
-        commits.add(sha)
+        digest = (s.get("digest") or {}) if isinstance(s, dict) else {}
+        sha, short = digest.get("gitCommit"), digest.get(statements.COMMIT_PREFIX)
+        if sha is not None:
+            if not isinstance(sha, str) or not FULL_RE.match(sha):
+                raise Invalid(
+                    f"{where}: subject digest gitCommit is not a full commit id (40 or 64 lowercase hex): {sha!r}"
+                )
+            commits.add(sha)
+        elif isinstance(short, str) and PREFIX_RE.match(short):
+            commits.add(f"prefix:{short}")
+        else:
+            raise Invalid(f"{where}: the subject names no commit (no gitCommit digest): {digest!r}")
     if len(commits) != 1:
         raise Invalid(f"{where}: the statement names more than one commit")
     return commits.pop()
@@ -106,6 +119,14 @@ def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verif
                     )
         previous = digest
         out.statements.append(stmt)
-    if commit is not None and out.last_commit != commit.lower():
-        raise Invalid(f"the bundle's last statement is about commit {out.last_commit}, not {commit}")
+    if commit is not None:
+        last = out.last_commit
+        if last is None:
+            short = out.statements[-1]["subject"][0]["digest"].get(statements.COMMIT_PREFIX)
+            raise Invalid(
+                f"the bundle's last statement names only the abbreviated commit {short} (no verifier "
+                f"resolved it to a full commit), so it cannot be checked against {commit}"
+            )
+        if last != commit.lower():
+            raise Invalid(f"the bundle's last statement is about commit {last}, not {commit}")
     return out
