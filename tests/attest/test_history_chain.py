@@ -8,6 +8,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,11 +189,17 @@ def test_a_history_rewritten_with_every_hash_recomputed_no_longer_matches_what_w
     assert "rewritten after it was signed" in mismatch.reason
 
 
-def test_a_statement_edited_in_the_database_is_not_signed_any_more(signed: World) -> None:
-    tid = _history(signed)
-    [run] = _runs(signed, tid)
-    item = raw_get(signed.store, *records.run_key(tid, run.id))
+def _stored_run(world: World) -> tuple[str, VerificationRun, dict[str, Any]]:
+    """A task's one decided run, loaded and as stored (the raw body, to edit)."""
+    tid = _history(world)
+    [run] = _runs(world, tid)
+    item = raw_get(world.store, *records.run_key(tid, run.id))
     assert item is not None
+    return tid, run, item
+
+
+def test_a_statement_edited_in_the_database_is_not_signed_any_more(signed: World) -> None:
+    tid, run, item = _stored_run(signed)
     env = item["attestation"]
     env["signatures"][0]["sig"] = env["signatures"][0]["sig"][::-1]
     raw_set(signed.store, *records.run_key(tid, run.id), item)
@@ -206,10 +213,7 @@ def _runs(world: World, tid: str) -> list[VerificationRun]:
 
 
 def test_a_statement_is_stored_as_text_and_one_changed_character_of_it_is_found(signed: World) -> None:
-    tid = _history(signed)
-    [run] = _runs(signed, tid)
-    item = raw_get(signed.store, *records.run_key(tid, run.id))
-    assert item is not None
+    tid, run, item = _stored_run(signed)
     stored = item["attestation"]
     # Stored as the statement's text (it compresses; base64 does not), loaded back as the
     # envelope whose payload is exactly the signed bytes.
