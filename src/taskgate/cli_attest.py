@@ -28,40 +28,11 @@ def cmd_attest_export(args: argparse.Namespace) -> None:
     sys.stdout.write(body)
 
 
-def _unresolved(lines: list[str]) -> tuple[int, str] | None:
-    """The first statement (line number, abbreviation) whose subject names only the submitted
-    abbreviation of its commit (domain.statements.subject), read without checking anything."""
-    from taskgate.domain import dsse, statements
-
-    for n, line in enumerate((line for line in lines if line.strip()), start=1):
-        try:
-            stmt = json.loads(dsse.from_json(json.loads(line)).payload)
-            short = stmt["subject"][0]["digest"].get(statements.COMMIT_PREFIX)
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, dsse.BadEnvelope):
-            continue
-        if isinstance(short, str):
-            return n, short
-    return None
-
-
-def _why(exc: Exception, lines: list[str]) -> str:
-    """The reason a bundle failed, with what an abbreviated subject means when that is why."""
-    found = _unresolved(lines)
-    if found is None or not str(exc).startswith(f"line {found[0]}:"):
-        return str(exc)
-    return (
-        f"{exc} (line {found[0]} names only the abbreviated commit {found[1]}: no verifier resolved "
-        "it to a full commit, because verification was off or the run ended before a verifier "
-        "answered, so that statement is about no full gitCommit)"
-    )
-
-
 def cmd_attest_verify(args: argparse.Namespace) -> int:
     from taskgate.domain.commit_ids import is_full
     from taskgate.signing import bundle
     from taskgate.signing.keys import PublicKey
 
-    lines: list[str] = []
     try:
         commit = args.commit.strip().lower() if args.commit is not None else None
         if commit is not None and not is_full(commit):
@@ -79,11 +50,10 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         lines = Path(args.file).read_text(encoding="utf-8").splitlines()
         done = bundle.verify(lines, key, commit)
     except (OSError, ValueError, bundle.Invalid) as exc:
-        reason = _why(exc, lines)
         if args.json:
-            print(json.dumps({"ok": False, "reason": reason}))
+            print(json.dumps({"ok": False, "reason": str(exc)}))
         else:
-            print(f"FAILED: {reason}", file=sys.stderr)
+            print(f"FAILED: {exc}", file=sys.stderr)
         return 1
     kinds = [s["predicateType"].rsplit("/", 2)[-2] for s in done.statements]
     payload = {
@@ -97,15 +67,13 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         payload,
         f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
         f"chained; the last is about "
-        + (f"commit {done.last_commit}" if done.last_commit else f"an abbreviated commit {_short(done)}"),
+        + (
+            f"commit {done.last_commit}"
+            if done.last_commit
+            else f"an abbreviated commit {done.last_abbreviation}"
+        ),
     )
     return 0
-
-
-def _short(done: Any) -> str:
-    from taskgate.domain import statements
-
-    return str(done.statements[-1]["subject"][0]["digest"].get(statements.COMMIT_PREFIX))
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:

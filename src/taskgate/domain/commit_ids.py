@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-FULL_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+# As a pattern string too: the models' fields declare it (pydantic takes a string).
+FULL_COMMIT_PATTERN = r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$"
+FULL_COMMIT = re.compile(FULL_COMMIT_PATTERN)
 
 
 def is_full(sha: str | None) -> bool:

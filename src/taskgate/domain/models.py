@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
+from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN
 from taskgate.domain.verifier_config import VerifierConfig
 
 PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -162,7 +163,7 @@ class Submission(Record):
     submitted_at: datetime
     # The full commit a verifier checked out for it (commit_sha may be an abbreviation): set by
     # the server from a run's finish, never from the submitter; what statements sign as gitCommit.
-    resolved_commit: str | None = Field(default=None, pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+    resolved_commit: str | None = Field(default=None, pattern=FULL_COMMIT_PATTERN)
 
 
 class AttemptEnding(StrEnum):
@@ -426,7 +427,7 @@ class VerificationRun(Record):
     started_at: datetime
     finished_at: datetime | None = None
     # The full commit the verifier checked out (sent with its finish, checked to extend commit_sha)
-    resolved_commit: str | None = Field(default=None, pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+    resolved_commit: str | None = Field(default=None, pattern=FULL_COMMIT_PATTERN)
     status: RunStatus = "running"
     summary: str = ""
     checks: dict[str, Any] = Field(default_factory=dict)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain import dsse, statements
+from taskgate.domain.commit_ids import is_full
 from taskgate.signing.keys import PublicKey
 
-FULL_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # gitCommit: the full id, SHA-1 or SHA-256
 PREFIX_RE = re.compile(r"^[0-9a-f]{7,63}$")  # statements.COMMIT_PREFIX: the abbreviation submitted
 
 
@@ -30,6 +30,12 @@ class Verified:
         sha = self.statements[-1]["subject"][0]["digest"].get("gitCommit")
         return str(sha) if sha is not None else None
 
+    @property
+    def last_abbreviation(self) -> str | None:
+        """The abbreviated commit the last statement names when it names no full one."""
+        short = self.statements[-1]["subject"][0]["digest"].get(statements.COMMIT_PREFIX)
+        return str(short) if short is not None else None
+
 
 def _subject_commit(stmt: dict[str, Any], where: str) -> str:
     """The commit a statement is about: its full id (`gitCommit`), or `prefix:<abbreviation>` for
@@ -42,12 +48,12 @@ def _subject_commit(stmt: dict[str, Any], where: str) -> str:
         digest = (s.get("digest") or {}) if isinstance(s, dict) else {}
         sha, short = digest.get("gitCommit"), digest.get(statements.COMMIT_PREFIX)
         if sha is not None:
-            if not isinstance(sha, str) or not FULL_RE.match(sha):
+            if not isinstance(sha, str) or not is_full(sha):
                 raise Invalid(
                     f"{where}: subject digest gitCommit is not a full commit id (40 or 64 lowercase hex): {sha!r}"
                 )
             commits.add(sha)
-        elif isinstance(short, str) and PREFIX_RE.match(short):
+        elif isinstance(short, str) and PREFIX_RE.fullmatch(short):
             commits.add(f"prefix:{short}")
         else:
             raise Invalid(f"{where}: the subject names no commit (no gitCommit digest): {digest!r}")
@@ -122,9 +128,8 @@ def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verif
     if commit is not None:
         last = out.last_commit
         if last is None:
-            short = out.statements[-1]["subject"][0]["digest"].get(statements.COMMIT_PREFIX)
             raise Invalid(
-                f"the bundle's last statement names only the abbreviated commit {short} (no verifier "
+                f"the bundle's last statement names only the abbreviated commit {out.last_abbreviation} (no verifier "
                 f"resolved it to a full commit), so it cannot be checked against {commit}"
             )
         if last != commit.lower():
