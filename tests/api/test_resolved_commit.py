@@ -172,7 +172,10 @@ def test_an_abbreviation_nobody_resolved_is_never_signed_as_git_commit(env: Env,
     assert f"names only the abbreviated commit {SHORT} (no verifier resolved it" in done.stderr
 
 
-@pytest.mark.parametrize("digest", [{"gitCommit": SHORT}, {"gitCommit": FULL.upper()}, {"sha1": FULL}, {}])
+@pytest.mark.parametrize(
+    "digest",
+    [{"gitCommit": SHORT}, {"gitCommit": FULL.upper()}, {"gitCommit": FULL + "\n"}, {"sha1": FULL}, {}],
+)
 def test_a_subject_without_a_full_git_commit_or_our_prefix_is_refused(digest: dict[str, str]) -> None:
     stmt = {"subject": [{"name": "repo", "digest": digest}]}
     with pytest.raises(bundle.Invalid, match="line 1: "):
