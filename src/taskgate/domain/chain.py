@@ -9,7 +9,7 @@ empty default is added later. rfc8785 is a library: the number and key-order rul
 easy to get subtly wrong by hand, so it stays the definition. It is pure Python, though, and every
 state change hashes its event: for the values where JCS and the C `json` encoder provably write
 the same bytes (no floats, integers in JCS's safe range, ASCII keys) `canonical` takes the C
-encoder; anything else goes to rfc8785 (tests/domain/test_chain_canonical.py compares the two).
+encoder; anything else goes to rfc8785 (tests/attest/test_chain_canonical.py compares the two).
 """
 
 from __future__ import annotations

@@ -232,7 +232,7 @@ def _compact(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
 
 def load(model: type[M], item: Item) -> M:
     data = dict(item.data)
-    for name in _ENVELOPE_FIELDS.get(model.__name__, ()):
+    for name in _ENVELOPE_FIELDS.get(model, ()):
         if isinstance(data.get(name), dict):
             data[name] = _loaded_envelope(data[name])
     if "version" in model.model_fields:
@@ -292,14 +292,24 @@ def attestation_key(task_id: str, seq: int) -> tuple[str, str]:
 
 
 def attestation_item(a: Attestation) -> Item:
-    return Item(*attestation_key(a.task_id, a.seq), _with_stored_envelope(_body(a), "envelope"))
+    return Item(*attestation_key(a.task_id, a.seq), _stored_body(a))
 
 
 # A signed statement is stored with its payload as text, not as the envelope's base64: the
 # statement is JSON, which the DynamoDB adapter's zlib (store/body.py) shrinks to about a third,
 # while base64 hides its repetition (a run's envelope: ~3 KB stored as base64, ~1 KB as text).
 # Loading turns it back into the envelope, byte for byte: the signature is over those bytes.
-_ENVELOPE_FIELDS = {"Attestation": ("envelope",), "VerificationRun": ("attestation",)}
+_ENVELOPE_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
+    Attestation: ("envelope",),
+    VerificationRun: ("attestation",),
+}
+
+
+def _stored_body(model: BaseModel) -> dict[str, Any]:
+    body = _body(model)
+    for name in _ENVELOPE_FIELDS[type(model)]:
+        body = _with_stored_envelope(body, name)
+    return body
 
 
 def _with_stored_envelope(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -336,7 +346,7 @@ def run_key(task_id: str, run_id: str) -> tuple[str, str]:
 
 def run_item(run: VerificationRun) -> Item:
     pk, sk = run_key(run.task_id, run.id)
-    return Item(pk, sk, _with_stored_envelope(_body(run), "attestation"), _next(run.version))
+    return Item(pk, sk, _stored_body(run), _next(run.version))
 
 
 IMAGES_PK = "IMAGES"
