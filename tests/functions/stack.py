@@ -349,3 +349,19 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
 
 def _stream_view() -> str:
     return str(resource("Table")["Properties"]["StreamSpecification"]["StreamViewType"])
+
+
+@contextlib.contextmanager
+def run_task_requests(client: Any) -> Iterator[list[dict[str, Any]]]:
+    """The parameters of every ecs:RunTask the client sends while inside, as botocore sends them
+    (moto ignores some, e.g. clientToken and the capacity provider strategy)."""
+    sent: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(dict(params))
+
+    client.meta.events.register("provide-client-params.ecs.RunTask", record)
+    try:
+        yield sent
+    finally:
+        client.meta.events.unregister("provide-client-params.ecs.RunTask", record)

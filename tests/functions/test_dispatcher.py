@@ -24,7 +24,7 @@ from taskgate.domain.models import CredentialKind, CriterionInput, Status, Verif
 from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import claims, keys, projects, records, review, tasks, verification
 from taskgate.service.dispatch import Dispatch, State
-from tests.functions.stack import Stack, stack, stream_event
+from tests.functions.stack import Stack, run_task_requests, stack, stream_event
 from tests.support.world import SHA
 
 HUMAN = acting(human("alice"))
@@ -248,17 +248,8 @@ def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> N
     _project(cloud, "shop", verification_on=True)
     tid = _submit(cloud, _agent(cloud), "shop")
     delivered = cloud.delivered(cloud.new_records())
-    sent: list[dict[str, Any]] = []
-    ecs = dispatcher.launcher().client
-
-    def record_params(params: dict[str, Any], **_: Any) -> None:
-        sent.append(dict(params))
-
-    ecs.meta.events.register("provide-client-params.ecs.RunTask", record_params)
-    try:
+    with run_task_requests(dispatcher.launcher().client) as sent:
         cloud.invoke(handler, stream_event(delivered))
-    finally:
-        ecs.meta.events.unregister("provide-client-params.ecs.RunTask", record_params)
     [params] = sent
     pk, sk = records.dispatch_key(tid, 1, int(delivered[0]["dynamodb"]["NewImage"]["V"]["N"]))
     assert params["clientToken"] == dispatcher.launcher().token(f"{pk}|{sk}")
@@ -312,17 +303,8 @@ def test_a_spot_stack_starts_its_verifiers_on_fargate_spot_on_x86() -> None:
         _project(cloud, "shop", verification_on=True)
         tid = _submit(cloud, _agent(cloud), "shop")
         delivered = cloud.delivered(cloud.new_records())
-        sent: list[dict[str, Any]] = []
-        ecs = dispatcher.launcher().client
-
-        def record_params(params: dict[str, Any], **_: Any) -> None:
-            sent.append(dict(params))
-
-        ecs.meta.events.register("provide-client-params.ecs.RunTask", record_params)
-        try:
+        with run_task_requests(dispatcher.launcher().client) as sent:
             assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
-        finally:
-            ecs.meta.events.unregister("provide-client-params.ecs.RunTask", record_params)
         [params] = sent
         assert params["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE_SPOT", "weight": 1}]
         assert _commands(cloud) == [["verify", "--task", tid]]

@@ -24,7 +24,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import claims, keys, projects, records, tasks
-from tests.functions.stack import ACCOUNT, Stack, stack, stream_event
+from tests.functions.stack import ACCOUNT, Stack, run_task_requests, stack, stream_event
 from tests.functions.test_request_handlers import jwt_event
 from tests.support.dynamo import REGION
 from tests.support.world import SHA
@@ -258,19 +258,10 @@ def test_the_nightly_run_starts_one_container_per_project_with_waiting_work_in_i
         _submit(cloud, p)
     tasks.create(cloud.ctx, HUMAN, "quiet", title="t", criteria=[CriterionInput(text="x")])
     images = {i.sk: i.data["task_definition"] for i in cloud.ctx.store.query(records.IMAGES_PK).items}
-    sent: list[dict[str, Any]] = []
-
-    def record_params(params: dict[str, Any], **_: Any) -> None:
-        sent.append(dict(params))
-
-    ecs = dispatcher.launcher().client
-    ecs.meta.events.register("provide-client-params.ecs.RunTask", record_params)
-    try:
+    with run_task_requests(dispatcher.launcher().client) as sent:
         result = _nightly(cloud)
         _nightly(cloud)  # the schedule retrying the same execution
         _nightly(cloud, "exec-2")  # the next night
-    finally:
-        ecs.meta.events.unregister("provide-client-params.ecs.RunTask", record_params)
     assert set(result["started"]) == {"web", "api", "lib"}
     first = sent[:3]
     assert {
