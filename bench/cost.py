@@ -124,10 +124,12 @@ FARGATE_USD_H = {
 USD_PER_PUBLIC_IPV4_H = 0.005
 # https://aws.amazon.com/secrets-manager/pricing/ (read 2025): per 10,000 API calls
 USD_PER_SECRET_CALL = 0.05 / 10_000
-# https://aws.amazon.com/kms/pricing/ (read 2026-12): kms:Sign with the ECC_NIST_P256 attestation
-# key is an asymmetric request (not RSA 2048): $0.15 per 10,000. The key itself is $1 a month,
-# whatever the traffic: not a per-lifecycle cost.
-USD_PER_KMS_ASYMMETRIC_REQUEST = 0.15 / 10_000
+# https://aws.amazon.com/kms/pricing/ (read 2026-12): kms:Sign is an asymmetric request, $0.15 per
+# 10,000, except with an RSA 2048 key, $0.03 per 10,000 as symmetric requests (the page's calculator
+# counts "asymmetric requests involving RSA 2048" apart; AWS's price list names it usagetype
+# KMS-Requests-Asymmetric-RSA_2048, priced at $0.03 per 10k in us-east-1 as infracost's price
+# tests read it, 2026-12). The key itself is $1 a month whatever the traffic: not per lifecycle.
+USD_PER_KMS_SIGN = {"RSA_2048": 0.03 / 10_000, "ECC_NIST_P256": 0.15 / 10_000}
 
 # Memory of each function in template.yaml (MB).
 MEMORY_MB = {"mcp": 1024, "api": 1024, "authorizer": 512, "dispatcher": 512}
@@ -482,6 +484,7 @@ class Settings:
     verifier_memory_mb: int
     verifier_capacity: str  # FARGATE | FARGATE_SPOT
     verifier_arch: dict[str, str]  # capacity -> CPU architecture of the task definition
+    attestation_key_spec: str  # AttestationKeySpec: what a kms:Sign costs
 
     @classmethod
     def from_template(cls) -> Settings:
@@ -512,6 +515,7 @@ class Settings:
             verifier_memory_mb=int(value(res["VerifierTaskDefinition"]["Properties"]["Memory"])),
             verifier_capacity=value({"Ref": "VerifierCapacity"}),
             verifier_arch={"FARGATE": on_demand_arch, "FARGATE_SPOT": spot_arch},
+            attestation_key_spec=value({"Ref": "AttestationKeySpec"}),
         )
 
     def access_log_bytes(self, route: str, status: int) -> int:
@@ -826,7 +830,7 @@ class Figures:
             # kept for the retention, priced uncompressed (an upper bound)
             "log_storage": log_gb * USD_PER_LOG_GB_MONTH * settings.retention_days / 30,
             "xray_traces": self.traces * USD_PER_TRACE,
-            "kms_sign": self.kms_signs * USD_PER_KMS_ASYMMETRIC_REQUEST,
+            "kms_sign": self.kms_signs * USD_PER_KMS_SIGN[settings.attestation_key_spec],
         }
 
 
@@ -918,7 +922,7 @@ def measure(
     # Powertools warns when an invocation published no metric (a heartbeat counts none).
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     observe.logger.setLevel(logging.getLevelName(settings.log_level.replace("WARN", "WARNING")))
-    with stack() as s:
+    with stack(attestation_key_spec=settings.attestation_key_spec) as s:
         client = runtime.context().store._client  # type: ignore[attr-defined]
         meter = Meter(client, s.dynamodb, s.table, dynamodb_table_definition(s.table))
         run = Run(s, meter, settings, agents_via_cloudfront, HEARTBEAT_S)
@@ -1021,6 +1025,9 @@ def main() -> None:
         "--platform-log-level", choices=["DEBUG", "INFO", "WARN"], help="override PlatformLogLevel"
     )
     parser.add_argument("--auth-cache-s", type=int, help="override AgentKeyCacheSeconds")
+    parser.add_argument(
+        "--attestation-key-spec", choices=sorted(USD_PER_KMS_SIGN), help="override AttestationKeySpec"
+    )
     parser.add_argument("--verify-runs", type=int, default=3, help="verifier runs to time (--verification)")
     parser.add_argument(
         "--check-seconds", type=float, default=5.0, help="the checks' own time in those runs (default 5)"
@@ -1037,6 +1044,7 @@ def main() -> None:
         "tracing": args.tracing,
         "platform_log_level": args.platform_log_level,
         "auth_ttl_s": args.auth_cache_s,
+        "attestation_key_spec": args.attestation_key_spec,
     }
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
     text = TYPICAL if args.text == "typical" else MINIMAL
@@ -1045,7 +1053,8 @@ def main() -> None:
         f"verification={'on' if args.verification else 'off'} agents_via={args.agents_via} "
         f"tracing={settings.tracing} log_level={settings.log_level} "
         f"platform_log_level={settings.platform_log_level} log_retention_days={settings.retention_days} "
-        f"auth_cache_s={settings.auth_ttl_s} prices={PRICES_AS_OF!r}"
+        f"auth_cache_s={settings.auth_ttl_s} attestation_key_spec={settings.attestation_key_spec} "
+        f"prices={PRICES_AS_OF!r}"
     )
     f, elapsed, run = measure(
         args.n,

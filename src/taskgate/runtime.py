@@ -18,7 +18,7 @@ and on Lambda:
                             verifier config's image gets a revision of its own (service/images.py)
   TASKGATE_ATTESTATION_KEY  local: the Ed25519 private key file decisions are signed with
                             (`taskgate serve` makes <data-dir>/attestation-key.pem, 0600)
-  TASKGATE_KMS_KEY_ID       cloud: the KMS key (ECC_NIST_P256) decisions are signed with
+  TASKGATE_KMS_KEY_ID       cloud: the KMS key (RSA_2048 or ECC_NIST_P256) decisions are signed with
   TASKGATE_PUBLIC_URL       the board's URL, named in signed statements (optional)
   TASKGATE_SERVER_ID        the URI signed summaries name as their verifier (default: the public
                             URL, else urn:taskgate:key:<key id>)

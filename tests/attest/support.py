@@ -1,4 +1,4 @@
-"""Worlds that sign: SQLite with a local Ed25519 key, DynamoDB (moto) with a KMS ECC_NIST_P256 key;
+"""Worlds that sign: SQLite with a local Ed25519 key, DynamoDB (moto) with a KMS RSA_2048 key;
 and raw access to stored items, to tamper with them as someone holding the database would."""
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from taskgate.store.sqlite import SQLiteStore
 from tests.support.dynamo import REGION, dynamodb_store, sqlite_store
 from tests.support.world import World
 
+KEY_SPECS = ("RSA_2048", "ECC_NIST_P256")  # template.yaml's AttestationKeySpec, default first
 
-def kms_key() -> str:
+
+def kms_key(spec: str = KEY_SPECS[0]) -> str:
     """A KMS signing key as template.yaml makes it (call inside moto's mock)."""
     kms = boto3.client("kms", region_name=REGION)
-    meta = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec="ECC_NIST_P256")["KeyMetadata"]
+    meta = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec=spec)["KeyMetadata"]
     return str(meta["KeyId"])
 
 

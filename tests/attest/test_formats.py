@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+from jwt.algorithms import RSAAlgorithm
 from securesystemslib.dsse import Envelope as SslibEnvelope
 
 from taskgate.domain import chain, dsse
@@ -44,10 +46,12 @@ def test_envelopes_read_standard_and_url_safe_base64_padded_or_not() -> None:
         dsse.from_json({"payload": "", "payloadType": "t", "signatures": []})
 
 
-def test_key_ids_and_jwks_of_both_key_types() -> None:
+def test_key_ids_and_jwks_of_every_key_type() -> None:
     ed = PublicKey(ed25519.Ed25519PrivateKey.generate().public_key())
     p256 = PublicKey.of(ec.generate_private_key(ec.SECP256R1()).public_key())
-    for key in (ed, p256):
+    rsa_private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    rsa2048 = PublicKey.of(rsa_private.public_key())
+    for key in (ed, p256, rsa2048):
         assert key.key_id == hashlib.sha256(key.der).hexdigest()
         assert PublicKey.from_pem(key.pem.encode()).key_id == key.key_id
         assert key.jwk()["kid"] == key.key_id
@@ -56,8 +60,33 @@ def test_key_ids_and_jwks_of_both_key_types() -> None:
     numbers = p256.key.public_numbers()  # type: ignore[union-attr]
     assert int.from_bytes(base64.urlsafe_b64decode(p256.jwk()["y"] + "="), "big") == numbers.y
     assert p256.scheme == "ecdsa-sha2-nistp256" and ed.scheme == "ed25519"
-    with pytest.raises(ValueError, match="Ed25519 or ECDSA P-256"):
+    assert rsa2048.scheme == "rsassa-pss-sha256"
+    # The RSA JWK read by another library (PyJWT) is the same key
+    assert rsa2048.jwk()["alg"] == "PS256" and rsa2048.jwk()["kty"] == "RSA"
+    theirs = RSAAlgorithm.from_jwk(json.dumps(rsa2048.jwk()))
+    assert isinstance(theirs, rsa.RSAPublicKey)
+    assert theirs.public_numbers() == rsa_private.public_key().public_numbers()
+    with pytest.raises(ValueError, match="Ed25519, ECDSA P-256 or RSA of 2048 bits or more"):
         PublicKey.of(ec.generate_private_key(ec.SECP384R1()).public_key())
+    with pytest.raises(ValueError, match="RSA of 2048 bits or more"):
+        PublicKey.of(rsa.generate_private_key(public_exponent=65537, key_size=1024).public_key())
+
+
+def test_rsa_pss_signatures_verify_with_kms_and_moto_salts_and_nothing_else() -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key = PublicKey.of(private.public_key())
+    data = b"DSSEv1 28 application/vnd.in-toto+json 2 {}"
+
+    def pss(salt: int) -> padding.PSS:
+        return padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=salt)
+
+    kms = private.sign(data, pss(32), hashes.SHA256())  # AWS KMS: a salt as long as the digest
+    moto = private.sign(data, pss(padding.PSS.MAX_LENGTH), hashes.SHA256())
+    assert key.verifies(kms, data) and key.verifies(moto, data)
+    assert not key.verifies(kms, data + b" ")
+    assert not key.verifies(private.sign(data, padding.PKCS1v15(), hashes.SHA256()), data)
+    other = pss(32)
+    assert not key.verifies(private.sign(data, other, hashes.SHA384()), data)
 
 
 def test_the_local_key_is_made_once_0600_and_kept(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The KMS attestation key signs statements of any size. KMS Sign takes a RAW message of at most
 4096 bytes (hashing it itself); a longer DSSE PAE is hashed here with SHA-256 and sent as a
-DIGEST, which real KMS signs with the same ECDSA_SHA_256, verifiable over the PAE itself.
+DIGEST, which real KMS signs with the same algorithm (RSASSA_PSS_SHA_256 for the RSA_2048 key,
+ECDSA_SHA_256 for ECC_NIST_P256: both of template.yaml's AttestationKeySpec), verifiable over
+the PAE itself.
 
 What moto (5.2.5, installed) does: Sign and Verify read MessageType and ignore it, always hashing
 Message as if it were RAW (moto/kms/models.py: "The MessageType-parameter DIGEST is not yet
@@ -23,7 +25,7 @@ from typing import Any
 import boto3
 import pytest
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from taskgate.domain import dsse
 from taskgate.domain.models import CriterionInput, CriterionKind, Status
@@ -31,7 +33,7 @@ from taskgate.domain.outcome import Evidence
 from taskgate.service import claims, tasks
 from taskgate.service.attestations import Attestor
 from taskgate.signing.kms import RAW_MAX, KmsSigner
-from tests.attest.support import kms_key, signing_world
+from tests.attest.support import KEY_SPECS, kms_key, signing_world
 from tests.service.scenarios import new_scene, reach
 from tests.support.dynamo import REGION
 from tests.support.evidence import run_verifier
@@ -41,9 +43,11 @@ from tests.support.world import SHA, World
 class Kms:
     """A KMS key on moto, the signer over it, and every Sign request the real client sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.algorithm = "RSASSA_PSS_SHA_256" if spec == "RSA_2048" else "ECDSA_SHA_256"
         self.client = boto3.client("kms", region_name=REGION)
-        self.key_id = kms_key()
+        self.key_id = kms_key(spec)
         self.signer = KmsSigner(self.key_id, client=self.client)
         self.sent: list[dict[str, Any]] = []
         self.client.meta.events.register("provide-client-params.kms.Sign", self._saw)
@@ -51,19 +55,26 @@ class Kms:
     def _saw(self, params: dict[str, Any], **_: Any) -> None:
         self.sent.append(dict(params))
 
-    def public_key(self) -> ec.EllipticCurvePublicKey:
-        """The key as GetPublicKey gives it, read here with `cryptography`, not through our code."""
+    def verify(self, sig: bytes, data: bytes) -> None:
+        """Raises InvalidSignature unless `sig` verifies over `data` with the key as GetPublicKey
+        gives it, read here with `cryptography`, not through our code."""
         from cryptography.hazmat.primitives.serialization import load_der_public_key
 
         key = load_der_public_key(self.client.get_public_key(KeyId=self.key_id)["PublicKey"])
-        assert isinstance(key, ec.EllipticCurvePublicKey)
-        return key
+        if self.spec == "RSA_2048":
+            assert isinstance(key, rsa.RSAPublicKey) and key.key_size == 2048
+            # KMS salts PSS with the digest's length, moto with the most the key allows
+            pss = padding.PSS(mgf=padding.MGF1(hashes.SHA256()), salt_length=padding.PSS.AUTO)
+            key.verify(sig, data, pss, hashes.SHA256())
+        else:
+            assert isinstance(key, ec.EllipticCurvePublicKey)
+            key.verify(sig, data, ec.ECDSA(hashes.SHA256()))
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[World, Kms]]:
+@pytest.fixture(params=KEY_SPECS)
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[World, Kms]]:
     with signing_world("dynamodb", tmp_path) as w:
-        kms = Kms()
+        kms = Kms(request.param)
         w.ctx.attestor = Attestor(kms.signer)
         yield w, kms
 
@@ -105,8 +116,10 @@ def test_a_statement_of_up_to_4096_bytes_is_signed_raw_and_verifies_over_the_pae
     assert len(pae) <= RAW_MAX
     [sent] = kms.sent
     assert sent["MessageType"] == "RAW" and sent["Message"] == pae
-    assert sent["SigningAlgorithm"] == "ECDSA_SHA_256"
-    kms.public_key().verify(sig, pae, ec.ECDSA(hashes.SHA256()))  # raises InvalidSignature if not
+    assert sent["SigningAlgorithm"] == kms.algorithm
+    kms.verify(sig, pae)
+    assert w.ctx.attestor is not None and w.ctx.attestor.public_key().verifies(sig, pae)
+    assert not w.ctx.attestor.public_key().verifies(sig, pae[:-1] + b"!")
 
 
 def test_a_statement_over_4096_bytes_is_sent_to_kms_as_its_sha256_digest(world: tuple[World, Kms]) -> None:
@@ -116,7 +129,7 @@ def test_a_statement_over_4096_bytes_is_sent_to_kms_as_its_sha256_digest(world: 
     statement = json.loads(dsse.from_json(envelope).payload)
     assert len(statement["predicate"]["passedTests"]) == 60 and len(pae) > RAW_MAX
     [sent] = kms.sent
-    assert sent["MessageType"] == "DIGEST" and sent["SigningAlgorithm"] == "ECDSA_SHA_256"
+    assert sent["MessageType"] == "DIGEST" and sent["SigningAlgorithm"] == kms.algorithm
     assert sent["Message"] == hashlib.sha256(pae).digest()
     assert sig  # KMS (moto) answered with a signature, stored in the envelope
 

@@ -46,7 +46,11 @@ def resource(name: str) -> dict[str, Any]:
 
 
 # The test stack stands for a deployment given its own subnets and security group.
-CONDITIONS = {"OwnNetwork": False, "SpotVerifier": False}
+CONDITIONS = {"OwnNetwork": False, "SpotVerifier": False, "RsaAttestationKey": True}
+
+
+def parameter_default(name: str) -> Any:
+    return template()["Parameters"][name]["Default"]
 
 
 def resolve(node: Any, refs: dict[str, str], conditions: dict[str, bool] = CONDITIONS) -> Any:
@@ -221,10 +225,19 @@ def stream_event(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FARGATE") -> Iterator[Stack]:
+def stack(
+    extra_env: dict[str, str] | None = None,
+    verifier_capacity: str = "FARGATE",
+    attestation_key_spec: str | None = None,
+) -> Iterator[Stack]:
     """The stack on moto, with the functions' environment set as template.yaml sets it
-    (`verifier_capacity`: the VerifierCapacity parameter)."""
-    conditions = {**CONDITIONS, "SpotVerifier": verifier_capacity == "FARGATE_SPOT"}
+    (`verifier_capacity`, `attestation_key_spec`: those parameters; None: the default)."""
+    key_spec = attestation_key_spec or parameter_default("AttestationKeySpec")
+    conditions = {
+        **CONDITIONS,
+        "SpotVerifier": verifier_capacity == "FARGATE_SPOT",
+        "RsaAttestationKey": key_spec == "RSA_2048",
+    }
     saved = dict(os.environ)
     with _fake_aws_env(), mock_aws():
         session = _session()
@@ -265,8 +278,9 @@ def stack(extra_env: dict[str, str] | None = None, verifier_capacity: str = "FAR
             capacityProviders=resource("VerifierCluster")["Properties"]["CapacityProviders"],
         )["cluster"]["clusterArn"]
         key_props = resource("AttestationKey")["Properties"]
+        assert key_props["KeySpec"] == {"Ref": "AttestationKeySpec"}
         kms_key = session.client("kms", region_name=REGION).create_key(
-            KeySpec=key_props["KeySpec"], KeyUsage=key_props["KeyUsage"]
+            KeySpec=key_spec, KeyUsage=key_props["KeyUsage"]
         )["KeyMetadata"]
         api_host = "abc123.execute-api.us-east-1.amazonaws.com"
         refs = {

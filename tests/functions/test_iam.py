@@ -32,7 +32,7 @@ from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import acting, human
 from taskgate.service import claims, keys, projects, specs, tasks
 from taskgate.service.context import Context
-from tests.functions.stack import ACCOUNT, Stack, resolve, resource, stack, stream_event, template
+from tests.functions.stack import ACCOUNT, CONDITIONS, Stack, resolve, resource, stack, stream_event, template
 from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
 from tests.functions.test_request_handlers import authorizer_event, behind_authorizer, jwt_event
 from tests.functions.test_sweeper import abandoned_run, scheduler_event
@@ -190,7 +190,13 @@ def test_the_limits_the_design_names() -> None:
 
 def test_only_the_functions_that_decide_or_accept_may_sign_and_only_with_the_attestation_key() -> None:
     key = resource("AttestationKey")["Properties"]
-    assert (key["KeySpec"], key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    assert (key["KeySpec"], key["KeyUsage"]) == ({"Ref": "AttestationKeySpec"}, "SIGN_VERIFY")
+    spec = template()["Parameters"]["AttestationKeySpec"]
+    # RSA 2048 by default: KMS charges its requests a fifth of other asymmetric keys' (bench/cost.py).
+    assert (spec["Default"], spec["AllowedValues"]) == ("RSA_2048", ["RSA_2048", "ECC_NIST_P256"])
+    assert template()["Conditions"]["RsaAttestationKey"] == {
+        "Fn::Equals": [{"Ref": "AttestationKeySpec"}, "RSA_2048"]
+    }
     signers = {}
     for role in set(FUNCTIONS.values()) | {"VerifierExecutionRole"}:
         sts = [st for st in _statements(role, _FakeRefs()) if any(a.startswith("kms:") for a in st["Action"])]
@@ -204,7 +210,17 @@ def test_only_the_functions_that_decide_or_accept_may_sign_and_only_with_the_att
         for st in sts:
             assert st["Resource"] == ["<AttestationKey.Arn>"]
             if "kms:Sign" in st["Action"]:
-                assert st["Condition"] == {"StringEquals": {"kms:SigningAlgorithm": "ECDSA_SHA_256"}}
+                assert st["Condition"] == {"StringEquals": {"kms:SigningAlgorithm": "RSASSA_PSS_SHA_256"}}
+    # With the P-256 key, the same statements allow only ECDSA.
+    p256 = {**CONDITIONS, "RsaAttestationKey": False}
+    for role in signers:
+        docs = [
+            resolve(p["PolicyDocument"], _FakeRefs(), p256) for p in resource(role)["Properties"]["Policies"]
+        ]
+        signs = [st for doc in docs for st in doc["Statement"] if st["Action"] == "kms:Sign"]
+        assert [st["Condition"] for st in signs] == [
+            {"StringEquals": {"kms:SigningAlgorithm": "ECDSA_SHA_256"}}
+        ]
     for function, role in FUNCTIONS.items():
         env = resource(function)["Properties"].get("Environment", {}).get("Variables", {})
         # A function that may sign is given the key (its runtime context builds the KMS
@@ -594,7 +610,7 @@ def test_api_role_allows_exactly_what_it_does(observed: tuple[Stack, Recorder]) 
     assert finished["statusCode"] == 200, finished
     assert json.loads(finished["body"])["run"]["attestation"]["signatures"]
     key = rec.run(api.handler, v2_event(None, method="GET", path="/api/attestations/key"))
-    assert key["statusCode"] == 200 and json.loads(key["body"])["scheme"] == "ecdsa-sha2-nistp256"
+    assert key["statusCode"] == 200 and json.loads(key["body"])["scheme"] == "rsassa-pss-sha256"
     # A task under an approved spec: its create is conditioned on the spec (a ConditionCheck).
     spec = specs.create(s.ctx, HUMAN, "shop", title="s", criteria=[CriterionInput(text="ok")])
     specs.approve(s.ctx, HUMAN, "shop", spec.id)

@@ -536,7 +536,9 @@ class RunFinished(Out):
 
 class AttestationKey(Out):
     keyid: str = Field(description="sha256 (hex) of the key's DER SubjectPublicKeyInfo; the DSSE keyid")
-    scheme: str = Field(description="ed25519 (local) or ecdsa-sha2-nistp256 (AWS KMS)")
+    scheme: str = Field(
+        description="ed25519 (local); rsassa-pss-sha256 or ecdsa-sha2-nistp256 (AWS KMS, per AttestationKeySpec)"
+    )
     pem: str
     jwk: dict[str, str]
 

@@ -17,5 +17,5 @@ class Signer(Protocol):
     def public_key(self) -> PublicKey: ...
 
     def sign(self, data: bytes) -> bytes:
-        """The signature of `data` (Ed25519, or ECDSA P-256 over SHA-256 in DER)."""
+        """The signature of `data` (Ed25519; RSASSA-PSS with SHA-256; or ECDSA P-256 over SHA-256 in DER)."""
         ...
