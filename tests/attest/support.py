@@ -49,9 +49,11 @@ def signing_world(kind: str, tmp_path: Path) -> Iterator[World]:
         finally:
             store.close()
     else:
+        # "dynamodb": the template's default key spec; "dynamodb:<KeySpec>" another one
+        spec = kind.partition(":")[2] or KEY_SPECS[0]
         with dynamodb_store() as dstore:
             world = World(dstore)
-            world.ctx.attestor = Attestor(KmsSigner(kms_key(), region_name=REGION))
+            world.ctx.attestor = Attestor(KmsSigner(kms_key(spec), region_name=REGION))
             yield world
 
 

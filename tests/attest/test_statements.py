@@ -31,7 +31,7 @@ from tests.support.evidence import OK, local_results, run_verifier
 from tests.support.world import SHA, World, dump
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
+@pytest.fixture(params=["sqlite", "dynamodb", "dynamodb:ECC_NIST_P256"])
 def signed(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     with signing_world(request.param, tmp_path) as world:
         yield world
