@@ -157,6 +157,25 @@ def test_a_commit_the_repository_does_not_hold_is_told_apart_from_a_failed_fetch
         assert co.head == head
 
 
+def test_a_ref_named_like_the_abbreviation_never_stands_for_the_commit(repo: Repo) -> None:
+    """git reads a name as a ref before an abbreviated object id: the executor's branch or tag
+    named like its abbreviation must not make the verifier check out another commit (which the
+    HEAD check then turned into a verifier error, never the executor's failure), nor make a
+    name with no commit behind it "there"."""
+    work = git(repo.path, "rev-parse", "HEAD")
+    other = git(repo.path, "rev-parse", "HEAD~1")
+    git(repo.path, "branch", work[:8], other)
+    git(repo.path, "tag", work[:10], other)
+    git(repo.path, "branch", "deadbeef", other)
+    for short in (work[:8], work[:10]):
+        assert git(repo.path, "rev-parse", f"{short}^{{commit}}") == other  # what git itself reads
+        with checkout(str(repo.path), short) as co:
+            assert co.head == work and (co.path / "a.txt").read_text() == "two\n"
+    with pytest.raises(CommitMissing) as missing, checkout(str(repo.path), "deadbeef"):
+        pass
+    assert missing.value.sha == "deadbeef"
+
+
 def test_repository_hooks_never_run_with_the_verifiers_environment(repo: Repo, tmp_path: Path) -> None:
     """A post-checkout hook planted in the agent's repository would see the verifier's keys."""
     marker = tmp_path / "hook-ran"
