@@ -228,3 +228,48 @@ def test_a_statement_is_stored_as_text_and_one_changed_character_of_it_is_found(
     raw_set(signed.store, *records.run_key(tid, run.id), item)
     [mismatch] = _audit(signed).mismatches
     assert "not signed by this server's attestation key" in mismatch.reason
+
+
+def _three_statements(world: World) -> tuple[str, list[VerificationRun]]:
+    """A run that ended in an error, a passed run, the acceptance: three signed statements."""
+    scene = new_scene(world, verification_on=True)
+    reach(scene, Status.NEEDS_VERIFICATION)
+    run_verifier(world.ctx, scene.verifier, scene.task_id, None, error="the disk is full")
+    run_verifier(world.ctx, scene.verifier, scene.task_id, Evidence.PASS)
+    review.accept(world.ctx, world.human, scene.task_id)
+    runs = sorted(_runs(world, scene.task_id), key=lambda r: r.attestation_seq or 0)
+    assert [r.status for r in runs] == ["error", "passed"]
+    return scene.task_id, runs
+
+
+def _blank_statement(world: World, tid: str, run: VerificationRun) -> None:
+    """The run item kept, its statement taken out, as someone holding the database would."""
+    item = raw_get(world.store, *records.run_key(tid, run.id))
+    assert item is not None
+    del item["attestation"], item["attestation_seq"]
+    raw_set(world.store, *records.run_key(tid, run.id), item)
+
+
+@pytest.mark.parametrize("which", ["error", "pass", "acceptance"])
+def test_a_signed_statement_removed_from_the_database_is_found(signed: World, which: str) -> None:
+    """Deleting a statement edits nothing it names and leaves every hash as it was: the audit
+    finds it by the statements' own links (each names the one before it, as a bundle is checked;
+    the first one after the gap is named) and by the task's last statement (the head)."""
+    tid, (error, passed) = _three_statements(signed)
+    done = _audit(signed)
+    assert done.ok and done.statements == 3
+    [summary] = signed.store.query(records.task_pk(tid), sk_prefix="A#", limit=5).items
+    if which == "error":
+        _blank_statement(signed, tid, error)
+        first: str | None = event_sk(passed.attestation_seq or 0)
+    elif which == "pass":
+        _blank_statement(signed, tid, passed)
+        first = summary.sk.replace("A#", "H#")
+    else:
+        raw_delete(signed.store, summary.pk, summary.sk)
+        first = None
+    done = _audit(signed)
+    [mismatch] = done.mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, first)
+    assert "a signed statement was removed" in mismatch.reason
+    assert done.statements == 2

@@ -7,11 +7,13 @@ are counted as unchained (domain/chain.py read_chain), apart from mismatches and
 The chain alone shows a history changed in place; whoever can write the database can also
 recompute every hash of it. The signed statements cannot be recomputed without the attestation
 key, and each names the chain head at its decision: so a history rewritten before a decision no
-longer matches that decision's statement.
+longer matches that decision's statement. Each also names the statement before it, and the task
+item the last: so a statement deleted from the store is found too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +84,40 @@ def _statement_mismatch(
     return None
 
 
+def _statements_linked(
+    task_id: str, signed: list[tuple[int, dict[str, Any]]], last: str | None
+) -> Mismatch | None:
+    """Each statement names the one before it (`previous`, as `attest verify` checks a bundle),
+    and the task item names the last (`attestation_head`, written in the same commit): so a
+    statement removed from the store, not only one edited, is found. Whoever can write the
+    database could still remove the last statements and set the task's head back to match:
+    only a bundle exported before shows that."""
+    before: str | None = None
+    for seq, envelope in signed:
+        sk = event_sk(seq)
+        try:
+            payload = dsse.from_json(envelope).payload
+            named = json.loads(payload)["predicate"]["taskgate"].get("previous")
+        except (ValueError, KeyError, TypeError, AttributeError, dsse.BadEnvelope) as exc:
+            return Mismatch(task_id, sk, f"the statement of {sk} cannot be read: {exc}")
+        if named != before:
+            return Mismatch(
+                task_id,
+                sk,
+                f"the signed statement of {sk} follows statement {named!r}; the one stored before it "
+                f"hashes to {before!r}: a signed statement was removed",
+            )
+        before = hashlib.sha256(payload).hexdigest()
+    if last != before:
+        return Mismatch(
+            task_id,
+            None,
+            f"the task names {last!r} as its last signed statement; the last one stored hashes to "
+            f"{before!r}: a signed statement was removed",
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class TaskChain:
     events: int
@@ -90,9 +126,9 @@ class TaskChain:
     mismatch: Mismatch | None
 
 
-def task_chain(ctx: Context, task_id: str, head: str | None) -> TaskChain:
+def task_chain(ctx: Context, task_id: str, head: str | None, last_statement: str | None = None) -> TaskChain:
     """How many events and statements the task has, how many events came before its chain, and
-    the first place they do not match."""
+    the first place they do not match. `last_statement`: the task's `attestation_head`."""
     events = [
         (i.sk, i.data)
         for i in ctx.all_pages(
@@ -108,6 +144,8 @@ def task_chain(ctx: Context, task_id: str, head: str | None) -> TaskChain:
             mismatch = _statement_mismatch(ctx, task_id, hashes, seq, envelope)
             if mismatch is not None:
                 break
+    if mismatch is None:
+        mismatch = _statements_linked(task_id, signed, last_statement)
     return TaskChain(len(events), len(signed), reading.unchained if mismatch is None else 0, mismatch)
 
 
@@ -118,8 +156,10 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
     pk = records.project_pk(project)
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
         task_id = str(item.data.get("id"))
-        head = item.data.get("history_head")
-        chain = task_chain(ctx, task_id, head if isinstance(head, str) else None)
+        head, last = item.data.get("history_head"), item.data.get("attestation_head")
+        chain = task_chain(
+            ctx, task_id, head if isinstance(head, str) else None, last if isinstance(last, str) else None
+        )
         out.tasks += 1
         out.events += chain.events
         out.statements += chain.statements
