@@ -273,3 +273,17 @@ def test_a_signed_statement_removed_from_the_database_is_found(signed: World, wh
     assert (mismatch.task_id, mismatch.event) == (tid, first)
     assert "a signed statement was removed" in mismatch.reason
     assert done.statements == 2
+
+
+def test_a_task_deleted_from_the_database_is_found_by_its_number(signed: World) -> None:
+    """Deleting a task's item takes its chain out of the audit's sight, statements and all: task
+    numbers are handed out one by one and no task is ever deleted, so the gap is found."""
+    tid = _history(signed)
+    kept = signed.task(title="kept").id
+    assert _audit(signed).ok and _audit(signed).tasks == 2
+    raw_delete(signed.store, *records.task_key(tid))
+    done = _audit(signed)
+    assert done.tasks == 1
+    [mismatch] = done.mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, None) and mismatch.task_id != kept
+    assert f"task {tid} is missing" in mismatch.reason

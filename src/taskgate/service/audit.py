@@ -8,7 +8,8 @@ The chain alone shows a history changed in place; whoever can write the database
 recompute every hash of it. The signed statements cannot be recomputed without the attestation
 key, and each names the chain head at its decision: so a history rewritten before a decision no
 longer matches that decision's statement. Each also names the statement before it, and the task
-item the last: so a statement deleted from the store is found too.
+item the last: so a statement deleted from the store is found too; and task numbers are dense,
+so a task deleted whole is found by the gap.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskgate.domain import dsse
+from taskgate.domain import dsse, ids
 from taskgate.domain.chain import Mismatch, digest, event_sk, read_chain
 from taskgate.domain.models import Attestation, VerificationRun
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import attestations, records
+from taskgate.service import attestations, counters, records
 from taskgate.service.context import Context
 
 PAGE = 200
@@ -154,8 +155,10 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
     ctx.project(project)  # E_NOT_FOUND for a project that does not exist
     out = Audit(project)
     pk = records.project_pk(project)
+    numbers: set[int] = set()
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
         task_id = str(item.data.get("id"))
+        numbers.add(int(item.sk.removeprefix("TASK#")))
         head, last = item.data.get("history_head"), item.data.get("attestation_head")
         chain = task_chain(
             ctx, task_id, head if isinstance(head, str) else None, last if isinstance(last, str) else None
@@ -167,4 +170,31 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
             out.mismatches.append(chain.mismatch)
         elif chain.unchained:
             out.unchained[task_id] = chain.unchained
+    out.mismatches += _numbering(project, numbers, int(counters.current(ctx, project).data.get("task", 0)))
+    return out
+
+
+def _numbering(project: str, numbers: set[int], handed_out: int) -> list[Mismatch]:
+    """Task numbers are handed out one by one, in the commit that writes the task, and no task
+    is ever deleted: so every number up to the project's counter names a task, and none past it.
+    A task item deleted from the database (its history, runs and statements with it or not)
+    is found by its number; one who also sets the counter back hides only the last tasks."""
+    out = [
+        Mismatch(
+            ids.task_id(project, n),
+            None,
+            f"task {ids.task_id(project, n)} is missing: the project has handed out {handed_out} task "
+            "numbers and no task holds this one (its item was deleted)",
+        )
+        for n in sorted(set(range(1, handed_out + 1)) - numbers)
+    ]
+    out += [
+        Mismatch(
+            ids.task_id(project, n),
+            None,
+            f"task {ids.task_id(project, n)} has a number the project never handed out (it has handed "
+            f"out {handed_out}): it was not written by this server",
+        )
+        for n in sorted(n for n in numbers if n > handed_out)
+    ]
     return out
