@@ -50,26 +50,34 @@ class Audit:
         return sum(self.unchained.values())
 
 
-def _statements(ctx: Context, task_id: str) -> list[tuple[int, dict[str, Any]]]:
-    """The task's signed statements (the task version each was committed with, its envelope)."""
+Signed = tuple[int, dict[str, Any], VerificationRun | None]  # version, envelope, the run it is stored with
+
+
+def _statements(ctx: Context, task_id: str) -> list[Signed]:
+    """The task's signed statements: the task version each was committed with, its envelope, and
+    the run it is stored with (None: an acceptance's)."""
     pk = records.task_pk(task_id)
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[Signed] = []
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="R#", limit=PAGE, cursor=c)):
         run = records.load(VerificationRun, item)
         if run.attestation is not None and run.attestation_seq is not None:
-            out.append((run.attestation_seq, run.attestation))
+            out.append((run.attestation_seq, run.attestation, run))
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="A#", limit=PAGE, cursor=c)):
         att = records.load(Attestation, item)
-        out.append((att.seq, att.envelope))
+        out.append((att.seq, att.envelope, None))
     return sorted(out, key=lambda s: s[0])
 
 
 def _statement_mismatch(
-    ctx: Context, task_id: str, hashes: dict[str, str], seq: int, envelope: dict[str, Any]
+    ctx: Context, task_id: str, hashes: dict[str, str], signed: Signed
 ) -> Mismatch | None:
+    seq, envelope, run = signed
     sk = event_sk(seq)
     if ctx.attestor is not None and not attestations.signed_by(ctx.attestor, envelope):
         return Mismatch(task_id, sk, f"the statement of {sk} is not signed by this server's attestation key")
+    why = attestations.misplaced(envelope, task_id, seq, run)
+    if why is not None:
+        return Mismatch(task_id, sk, f"the statement of {sk} is not the one stored there: {why}")
     try:
         statement = json.loads(dsse.from_json(envelope).payload)
         head = statement["predicate"]["taskgate"]["historyHead"]
@@ -85,16 +93,14 @@ def _statement_mismatch(
     return None
 
 
-def _statements_linked(
-    task_id: str, signed: list[tuple[int, dict[str, Any]]], last: str | None
-) -> Mismatch | None:
+def _statements_linked(task_id: str, signed: list[Signed], last: str | None) -> Mismatch | None:
     """Each statement names the one before it (`previous`, as `attest verify` checks a bundle),
     and the task item names the last (`attestation_head`, written in the same commit): so a
     statement removed from the store, not only one edited, is found. Whoever can write the
     database could still remove the last statements and set the task's head back to match:
     only a bundle exported before shows that."""
     before: str | None = None
-    for seq, envelope in signed:
+    for seq, envelope, _ in signed:
         sk = event_sk(seq)
         try:
             payload = dsse.from_json(envelope).payload
@@ -141,8 +147,8 @@ def task_chain(ctx: Context, task_id: str, head: str | None, last_statement: str
     mismatch = reading.mismatch
     if mismatch is None:
         hashes = {sk: digest(body) for sk, body in events}
-        for seq, envelope in signed:
-            mismatch = _statement_mismatch(ctx, task_id, hashes, seq, envelope)
+        for one in signed:
+            mismatch = _statement_mismatch(ctx, task_id, hashes, one)
             if mismatch is not None:
                 break
     if mismatch is None:
