@@ -287,3 +287,23 @@ def test_a_task_deleted_from_the_database_is_found_by_its_number(signed: World) 
     [mismatch] = done.mismatches
     assert (mismatch.task_id, mismatch.event) == (tid, None) and mismatch.task_id != kept
     assert f"task {tid} is missing" in mismatch.reason
+
+
+def test_an_acceptance_of_a_status_edited_to_verified_is_found(signed: World) -> None:
+    """Issue 20's case: whoever can write the database writes `verified` over a failed run. The
+    human then accepts, and the server signs a summary relying on the task's last statement (the
+    FAILED run's): the audit finds that, as `attest verify` would in the bundle."""
+    scene = new_scene(signed, verification_on=True)
+    reach(scene, Status.NEEDS_VERIFICATION)
+    run_verifier(signed.ctx, scene.verifier, scene.task_id, Evidence.FAIL)
+    tid = scene.task_id
+    assert signed.ctx.task(tid).status is Status.READY and _audit(signed).ok
+    task = raw_get(signed.store, *records.task_key(tid))
+    assert task is not None
+    task["status"] = Status.VERIFIED.value
+    raw_set(signed.store, *records.task_key(tid), task)
+    review.accept(signed.ctx, signed.human, tid)
+    [summary] = signed.store.query(records.task_pk(tid), sk_prefix="A#", limit=5).items
+    [mismatch] = _audit(signed).mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, summary.sk.replace("A#", "H#"))
+    assert "which is no passed run of its commit" in mismatch.reason
