@@ -95,7 +95,7 @@ def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
-    lines = [f"{m['task']} {m['event'] or '(head)'}: {m['reason']}" for m in out["mismatches"]]
+    lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
         f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
         "chain intact after them"
