@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Literal
 
 from taskgate.domain.repos import is_remote
 
@@ -21,9 +22,13 @@ _GIT_SAYS_MISSING = 1  # `rev-parse --verify --quiet`: no such object (128: no r
 _PREFIX_CANDIDATES = 8  # objects sharing the prefix looked at; more: no one commit is named
 
 
-def in_local_repo(repo: str, sha: str) -> bool | None:
-    """True: the commit is there. False: the repository is there and the commit is not. None:
-    cannot tell cheaply."""
+# What the local repository says of a submitted commit: there (one commit has that id or
+# prefix), missing (none), ambiguous (an abbreviation more than one commit starts with).
+Found = Literal["there", "missing", "ambiguous"]
+
+
+def in_local_repo(repo: str, sha: str) -> Found | None:
+    """Whether the repository holds the commit; None: cannot tell cheaply."""
     if not repo or is_remote(repo):
         return None
     path = Path(repo).expanduser()
@@ -49,7 +54,7 @@ def in_local_repo(repo: str, sha: str) -> bool | None:
     if done is None:
         return None
     if done.returncode == 0 and done.stdout.strip().startswith(sha):
-        return True
+        return "there"
     if done.returncode not in (0, _GIT_SAYS_MISSING):
         return None
     # git read the name as a ref (a branch or tag named like the abbreviation, which may name
@@ -61,8 +66,9 @@ def in_local_repo(repo: str, sha: str) -> bool | None:
         return None
     oids = listed.stdout.split()
     if len(oids) > _PREFIX_CANDIDATES:
-        return False
+        return "ambiguous"
     kinds = [git("cat-file", "-t", oid) for oid in oids]
     if any(k is None for k in kinds):
         return None
-    return sum(1 for k in kinds if k is not None and k.stdout.strip() == "commit") == 1
+    commits = sum(1 for k in kinds if k is not None and k.stdout.strip() == "commit")
+    return "there" if commits == 1 else "ambiguous" if commits else "missing"
