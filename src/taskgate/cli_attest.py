@@ -56,11 +56,13 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
             print(f"FAILED: {exc}", file=sys.stderr)
         return 1
     kinds = [s["predicateType"].rsplit("/", 2)[-2] for s in done.statements]
+    result, said = _last_result(done.statements[-1])
     payload = {
         "ok": True,
         "keyid": key.key_id,
         "statements": len(done.statements),
         "commit": done.last_commit,
+        "result": result,
     }
     _cli()._emit(
         args,
@@ -71,14 +73,29 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
             f"commit {done.last_commit}"
             if done.last_commit
             else f"an abbreviated commit {done.last_abbreviation}"
-        ),
+        )
+        + f": {said}",
     )
     return 0
 
 
+def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
+    """What the last statement decided, said with the OK: a bundle that verifies, even with
+    --commit, may end in a failed or an errored run (exit 0 says the proof holds, not that the
+    commit passed)."""
+    from taskgate.domain import statements
+
+    predicate = statement.get("predicate") or {}
+    if statement.get("predicateType") == statements.TEST_RESULT:
+        result = str(predicate.get("result"))
+        return result, f"a {result} test result"
+    levels = ", ".join(str(v) for v in predicate.get("verifiedLevels") or [])
+    return str(predicate.get("verificationResult")), f"an acceptance ({levels})"
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
-    lines = [f"{m['task']} {m['event'] or '(head)'}: {m['reason']}" for m in out["mismatches"]]
+    lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
         f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
         "chain intact after them"

@@ -61,3 +61,30 @@ def test_a_report_digest_is_stored_with_the_check_and_signed(env: Env) -> None:
         "lint": {"exitCode": 0},  # no report, no digest
         "unit": {"exitCode": 1, "reportDigest": {"sha256": DIGEST}},
     }
+
+
+@pytest.mark.parametrize("bad", [2**53, -(2**53), 2**63, 2**32])
+def test_an_exit_code_no_process_returns_is_refused_not_an_internal_error(env: Env, bad: int) -> None:
+    """A check's exit code is signed (`taskgate.checks.<name>.exitCode`), and RFC 8785 writes no
+    integer beyond +-(2**53 - 1): one that large used to fail the signing as E_INTERNAL. No
+    process exits with anything near it (Linux: 0-255, or minus a signal number)."""
+    pid = env.project("demo", verification=True)
+    tid = env.submitted(pid)
+    run_id = env.call("POST", "/api/verifier/runs", "verifier", body={"task_id": tid}).json["run_id"]
+    before = dump(env.ctx.store)
+    resp = env.call(
+        "POST",
+        f"/api/verifier/runs/{tid}/{run_id}/finish",
+        "verifier",
+        body={"checks": {"unit": {"exit_code": bad}}},
+    )
+    assert (resp.status, resp.json["code"]) == (422, "E_VALIDATION"), resp
+    assert "exit_code" in json.dumps(resp.json)
+    assert dump(env.ctx.store) == before
+    ok = env.call(
+        "POST",
+        f"/api/verifier/runs/{tid}/{run_id}/finish",
+        "verifier",
+        body={"checks": {"unit": {"exit_code": -9}}},  # killed by SIGKILL: still recorded
+    )
+    assert ok.status == 200, ok

@@ -228,3 +228,82 @@ def test_a_statement_is_stored_as_text_and_one_changed_character_of_it_is_found(
     raw_set(signed.store, *records.run_key(tid, run.id), item)
     [mismatch] = _audit(signed).mismatches
     assert "not signed by this server's attestation key" in mismatch.reason
+
+
+def _three_statements(world: World) -> tuple[str, list[VerificationRun]]:
+    """A run that ended in an error, a passed run, the acceptance: three signed statements."""
+    scene = new_scene(world, verification_on=True)
+    reach(scene, Status.NEEDS_VERIFICATION)
+    run_verifier(world.ctx, scene.verifier, scene.task_id, None, error="the disk is full")
+    run_verifier(world.ctx, scene.verifier, scene.task_id, Evidence.PASS)
+    review.accept(world.ctx, world.human, scene.task_id)
+    runs = sorted(_runs(world, scene.task_id), key=lambda r: r.attestation_seq or 0)
+    assert [r.status for r in runs] == ["error", "passed"]
+    return scene.task_id, runs
+
+
+def _blank_statement(world: World, tid: str, run: VerificationRun) -> None:
+    """The run item kept, its statement taken out, as someone holding the database would."""
+    item = raw_get(world.store, *records.run_key(tid, run.id))
+    assert item is not None
+    del item["attestation"], item["attestation_seq"]
+    raw_set(world.store, *records.run_key(tid, run.id), item)
+
+
+@pytest.mark.parametrize("which", ["error", "pass", "acceptance"])
+def test_a_signed_statement_removed_from_the_database_is_found(signed: World, which: str) -> None:
+    """Deleting a statement edits nothing it names and leaves every hash as it was: the audit
+    finds it by the statements' own links (each names the one before it, as a bundle is checked;
+    the first one after the gap is named) and by the task's last statement (the head)."""
+    tid, (error, passed) = _three_statements(signed)
+    done = _audit(signed)
+    assert done.ok and done.statements == 3
+    [summary] = signed.store.query(records.task_pk(tid), sk_prefix="A#", limit=5).items
+    if which == "error":
+        _blank_statement(signed, tid, error)
+        first: str | None = event_sk(passed.attestation_seq or 0)
+    elif which == "pass":
+        _blank_statement(signed, tid, passed)
+        first = summary.sk.replace("A#", "H#")
+    else:
+        raw_delete(signed.store, summary.pk, summary.sk)
+        first = None
+    done = _audit(signed)
+    [mismatch] = done.mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, first)
+    assert "a signed statement was removed" in mismatch.reason
+    assert done.statements == 2
+
+
+def test_a_task_deleted_from_the_database_is_found_by_its_number(signed: World) -> None:
+    """Deleting a task's item takes its chain out of the audit's sight, statements and all: task
+    numbers are handed out one by one and no task is ever deleted, so the gap is found."""
+    tid = _history(signed)
+    kept = signed.task(title="kept").id
+    assert _audit(signed).ok and _audit(signed).tasks == 2
+    raw_delete(signed.store, *records.task_key(tid))
+    done = _audit(signed)
+    assert done.tasks == 1
+    [mismatch] = done.mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, None) and mismatch.task_id != kept
+    assert f"task {tid} is missing" in mismatch.reason
+
+
+def test_an_acceptance_of_a_status_edited_to_verified_is_found(signed: World) -> None:
+    """Issue 20's case: whoever can write the database writes `verified` over a failed run. The
+    human then accepts, and the server signs a summary relying on the task's last statement (the
+    FAILED run's): the audit finds that, as `attest verify` would in the bundle."""
+    scene = new_scene(signed, verification_on=True)
+    reach(scene, Status.NEEDS_VERIFICATION)
+    run_verifier(signed.ctx, scene.verifier, scene.task_id, Evidence.FAIL)
+    tid = scene.task_id
+    assert signed.ctx.task(tid).status is Status.READY and _audit(signed).ok
+    task = raw_get(signed.store, *records.task_key(tid))
+    assert task is not None
+    task["status"] = Status.VERIFIED.value
+    raw_set(signed.store, *records.task_key(tid), task)
+    review.accept(signed.ctx, signed.human, tid)
+    [summary] = signed.store.query(records.task_pk(tid), sk_prefix="A#", limit=5).items
+    [mismatch] = _audit(signed).mismatches
+    assert (mismatch.task_id, mismatch.event) == (tid, summary.sk.replace("A#", "H#"))
+    assert "which is no passed run of its commit" in mismatch.reason

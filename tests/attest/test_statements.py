@@ -225,3 +225,41 @@ def test_a_key_that_cannot_sign_decides_nothing(tmp_path: Path) -> None:
             )
         assert err.value.code is ErrorCode.UNAVAILABLE
         assert dump(world.store) == before
+
+
+def test_attest_verify_says_what_the_last_statement_decided(tmp_path: Path) -> None:
+    """A failed run's bundle verifies (the proof holds) and is about the commit, so `attest verify
+    --commit` exits 0: its OK must say the run failed, or a gate reading it would take a failing
+    commit for a verified one."""
+    import subprocess
+
+    from tests.verifier.support import TASKGATE
+
+    with signing_world("sqlite", tmp_path) as world:
+        scene, tid = _submitted(world)
+        run_verifier(world.ctx, scene.verifier, tid, Evidence.FAIL, checks={"unit": CheckResult(exit_code=1)})
+        key = tmp_path / "key.pem"
+        key.write_text(world.ctx.attestor.public_key().pem)  # type: ignore[union-attr]
+        path = tmp_path / "bundle.jsonl"
+
+        def verify(*extra: str) -> subprocess.CompletedProcess[str]:
+            path.write_text("\n".join(_lines(world, tid)) + "\n")
+            return subprocess.run(
+                [TASKGATE, "attest", "verify", str(path), "--key", str(key), "--commit", SHA, *extra],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+
+        failed = verify()
+        assert failed.returncode == 0, failed.stderr
+        assert f"the last is about commit {SHA}: a FAILED test result" in failed.stdout
+        assert json.loads(verify("--json").stdout)["result"] == "FAILED"
+        _resubmit(world, scene)
+        run_verifier(world.ctx, scene.verifier, tid, Evidence.PASS)
+        review.accept(world.ctx, world.human, tid)
+        accepted = verify()
+        assert accepted.returncode == 0, accepted.stderr
+        assert f"{SHA}: an acceptance (TASKGATE_VERIFIED, TASKGATE_ACCEPTED)" in accepted.stdout
+        assert json.loads(verify("--json").stdout)["result"] == "PASSED"

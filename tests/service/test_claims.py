@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import AttemptEnding, FailureKind, Phase, SelfReport, Status
-from taskgate.service import claims, tasks
+from taskgate.service import claims, projects, tasks
 from taskgate.service.sweeper import sweep
 from tests.support.world import SHA, World, dump
+from tests.verifier.support import AMBIGUOUS_PREFIX, ambiguous_commits
 
 
 def _stale(world: World, call: object) -> None:
@@ -302,3 +306,25 @@ def test_a_claim_that_ends_under_a_revised_spec_waits_in_backlog(any_world: Worl
     assert w.reload(tid).status is Status.BACKLOG
     specs.approve(w.ctx, w.human, "demo", spec.id)
     assert w.reload(tid).status is Status.READY
+
+
+def test_submit_says_an_abbreviation_two_commits_share_names_neither(world: World, tmp_path: Path) -> None:
+    """Not "push it": the commit is there, twice. One digit more is taken."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "--quiet", str(repo)], check=True)
+    first, _ = ambiguous_commits(repo)
+    projects.create(world.ctx, world.human, "amb", repo=str(repo))
+    bob = world.agent("bob")
+    c = world.claimed(bob, project="amb")
+    snapshot = dump(world.store)
+    with pytest.raises(TaskgateError) as err:
+        claims.submit(world.ctx, bob, c.task.id, c.token, commit_sha=AMBIGUOUS_PREFIX, evidence="done")
+    assert err.value.code is ErrorCode.VALIDATION
+    assert err.value.message.startswith(f"commit {AMBIGUOUS_PREFIX} names more than one commit in {repo}")
+    assert dump(world.store) == snapshot
+    short = first[: len(AMBIGUOUS_PREFIX) + 1]  # the two differ in their 8th digit
+    sub = claims.submit(
+        world.ctx, bob, c.task.id, c.token, commit_sha=short, evidence="done"
+    ).last_submission()
+    assert sub is not None and sub.commit_sha == short

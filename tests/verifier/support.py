@@ -33,6 +33,43 @@ def git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
+# Two commits whose ids share their first 7 hex digits: git's empty tree, a fixed author and
+# date, and the messages below (found by hashing "m0", "m1", ... until two ids met; git writes
+# the same objects on every machine).
+AMBIGUOUS_PREFIX = "7174d7d"
+_AMBIGUOUS_MESSAGES = ("m15700", "m19388")
+
+
+def ambiguous_commits(repo: Path) -> tuple[str, str]:
+    """Write the two commits into `repo` (unreferenced objects) and return their ids."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@b",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@b",
+        "GIT_AUTHOR_DATE": "1700000000 +0000",
+        "GIT_COMMITTER_DATE": "1700000000 +0000",
+    }
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "/dev/null")
+    made = [
+        subprocess.run(
+            ["git", "commit-tree", tree, "-m", m],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for m in _AMBIGUOUS_MESSAGES
+    ]
+    assert all(c.startswith(AMBIGUOUS_PREFIX) for c in made), made
+    assert made[0][len(AMBIGUOUS_PREFIX)] != made[1][len(AMBIGUOUS_PREFIX)], (
+        made
+    )  # one digit more tells them apart
+    return made[0], made[1]
+
+
 @dataclass
 class Repo:
     path: Path

@@ -19,7 +19,7 @@ from taskgate.verifier import process
 from taskgate.verifier.checkout import CheckoutError, CommitMissing, checkout, is_remote
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.reviewer import ReviewerError, parse_answer, prompt
-from tests.verifier.support import Repo, git
+from tests.verifier.support import AMBIGUOUS_PREFIX, Repo, ambiguous_commits, git
 from tests.verifier.test_runs import _alive
 
 JUNIT = '<testsuites><testsuite name="s"><testcase classname="m" name="t"/></testsuite></testsuites>'
@@ -155,6 +155,37 @@ def test_a_commit_the_repository_does_not_hold_is_told_apart_from_a_failed_fetch
     ).stdout.strip()
     with checkout(f"file://{bare}", head) as co:  # and a commit it holds is checked out
         assert co.head == head
+
+
+def test_a_ref_named_like_the_abbreviation_never_stands_for_the_commit(repo: Repo) -> None:
+    """git reads a name as a ref before an abbreviated object id: the executor's branch or tag
+    named like its abbreviation must not make the verifier check out another commit (which the
+    HEAD check then turned into a verifier error, never the executor's failure), nor make a
+    name with no commit behind it "there"."""
+    work = git(repo.path, "rev-parse", "HEAD")
+    other = git(repo.path, "rev-parse", "HEAD~1")
+    git(repo.path, "branch", work[:8], other)
+    git(repo.path, "tag", work[:10], other)
+    git(repo.path, "branch", "deadbeef", other)
+    for short in (work[:8], work[:10]):
+        assert git(repo.path, "rev-parse", f"{short}^{{commit}}") == other  # what git itself reads
+        with checkout(str(repo.path), short) as co:
+            assert co.head == work and (co.path / "a.txt").read_text() == "two\n"
+    with pytest.raises(CommitMissing) as missing, checkout(str(repo.path), "deadbeef"):
+        pass
+    assert missing.value.sha == "deadbeef"
+
+
+def test_an_abbreviation_two_commits_share_is_checked_out_as_neither(repo: Repo) -> None:
+    """An abbreviation more than one commit starts with names no one commit: the executor's to
+    fix (CommitMissing, the run fails), never a guess. One digit more names one, and is taken."""
+    first, second = ambiguous_commits(repo.path)
+    with pytest.raises(CommitMissing), checkout(str(repo.path), AMBIGUOUS_PREFIX):
+        pass
+    for full in (first, second):
+        short = full[: len(AMBIGUOUS_PREFIX) + 1]  # the two differ in their 8th digit
+        with checkout(str(repo.path), short) as co:
+            assert co.head == full
 
 
 def test_repository_hooks_never_run_with_the_verifiers_environment(repo: Repo, tmp_path: Path) -> None:

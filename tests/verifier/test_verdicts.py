@@ -366,6 +366,47 @@ def test_a_commit_gone_from_the_local_repository_fails_the_run(live: Live, tmp_p
     assert gate.detail(tid)["task"]["attempts_used"] == 1
 
 
+def test_a_branch_named_like_the_abbreviation_neither_hides_a_failure_nor_a_missing_commit(
+    live: Live, tmp_path: Path
+) -> None:
+    """The executor names a branch like the abbreviation it submits, pointing at another commit
+    (git reads a name as a ref first). Submit still refuses a name no commit starts with, and the
+    verifier checks out the submitted commit itself: its failure is the executor's, signed about
+    it, not a verifier error that uses no attempt."""
+    gate = slug_gate(live, tmp_path)
+    tid = gate.task([KEEPS_DIGITS])
+    good = gate.repo.commit({"slug.py": SLUGIFY}, "passes")
+    git(gate.repo.path, "branch", "deadbeef", good)
+
+    async def fake() -> dict[str, Any]:
+        async with agent(gate.live.mcp_url, gate.agent_key, MODERN) as a:
+            claimed = await a.ok("claim_task", project=gate.project, task_id=tid)
+            out = await a.refused(
+                "submit_task",
+                task_id=tid,
+                claim_token=claimed["claim_token"],
+                commit_sha="deadbeef",
+                evidence="done",
+            )
+            await a.ok("release_task", task_id=tid, claim_token=claimed["claim_token"])
+            return dict(out)
+
+    refused = run(fake())
+    assert (refused["code"], refused["message"]) == (
+        "E_VALIDATION",
+        f"commit deadbeef is not in {gate.repo.path}: push it, then submit again",
+    )
+    broken = gate.repo.commit({"slug.py": BROKEN}, "drops digits")
+    git(gate.repo.path, "branch", broken[:9], good)
+    gate.submit(tid, broken[:9])
+    [line] = gate.verify_json()
+    assert (line["verdict"], line["task_status"], line["error"]) == ("failed", "ready", None)
+    detail = gate.detail(tid)
+    assert (detail["task"]["attempts_used"], detail["task"]["verifier_errors_in_row"]) == (1, 0)
+    [run_] = detail["runs"]
+    assert run_["resolved_commit"] == broken
+
+
 # -- 5. flags belong to their attempt --------------------------------------------------------------
 
 

@@ -546,7 +546,8 @@ class AttestationKey(Out):
 class ChainMismatch(Out):
     task: str
     event: str | None = Field(
-        description="The first event (H#<seq>) that does not match; null: the task's head"
+        description="The first event (H#<seq>) that does not match; null: the task's head, or the "
+        "task itself (missing, or a number never handed out)"
     )
     reason: str
 

@@ -42,7 +42,9 @@ class Evidence(StrEnum):
 
 class CheckResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    exit_code: int | None = None
+    # Bounded: it is signed, and RFC 8785 writes no integer past +-(2**53 - 1). A process's exit
+    # status fits 32 bits either way (Linux: 0-255 or minus a signal; Windows: unsigned 32 bits).
+    exit_code: int | None = Field(default=None, ge=-(2**31), le=2**32 - 1)
     timed_out: bool = False
     output_tail: str = Field(default="", max_length=20_000)
     duration_ms: int | None = Field(default=None, ge=0)

@@ -9,6 +9,7 @@ An Attestor is the server's attestation key plus the names it signs under. A Con
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -192,8 +193,11 @@ def bundle(ctx: Context, who: Acting, task_id: str) -> list[dict[str, Any]]:
     return [envelope for _, envelope in sorted(found, key=lambda f: f[0])]
 
 
-def signed_by(attestor: Attestor | None, envelope: Mapping[str, Any] | None) -> bool:
-    """Whether an envelope carries a valid signature of this server's key (the board's "signed")."""
+def signed_by(
+    attestor: Attestor | None, envelope: Mapping[str, Any] | None, *, run: VerificationRun | None = None
+) -> bool:
+    """Whether an envelope carries a valid signature of this server's key (the board's "signed");
+    with `run`, also that it is that run's own statement (`misplaced`)."""
     if attestor is None or envelope is None:
         return False
     try:
@@ -202,4 +206,27 @@ def signed_by(attestor: Attestor | None, envelope: Mapping[str, Any] | None) -> 
     except (dsse.BadEnvelope, TaskgateError):
         return False
     data = dsse.pae(env.payload_type, env.payload)
-    return any(s.keyid == key.key_id and key.verifies(s.sig, data) for s in env.signatures)
+    if not any(s.keyid == key.key_id and key.verifies(s.sig, data) for s in env.signatures):
+        return False
+    return run is None or misplaced(envelope, run.task_id, run.attestation_seq, run) is None
+
+
+def misplaced(
+    envelope: Mapping[str, Any], task_id: str, seq: int | None, run: VerificationRun | None
+) -> str | None:
+    """Why a signed statement is not the one of the item it is stored with, or None. The store's
+    fields around it are not signed: a valid statement copied to another run, or a run's status
+    edited under its statement ("passed" over a signed FAILED), still verifies by signature."""
+    try:
+        facts = json.loads(dsse.from_json(envelope).payload)["predicate"]["taskgate"]
+        task, signed_seq = facts.get("task"), facts.get("seq")
+    except (ValueError, KeyError, TypeError, AttributeError, dsse.BadEnvelope) as exc:
+        return f"it cannot be read: {exc}"
+    if task != task_id or signed_seq != seq:
+        return f"it was signed for task {task!r} at version {signed_seq!r}, and is stored with {task_id} at {seq!r}"
+    if run is not None and (facts.get("run"), facts.get("verdict")) != (run.id, run.status):
+        return (
+            f"it was signed for run {facts.get('run')!r} {facts.get('verdict')!r}, and is stored with run "
+            f"{run.id} {run.status!r}"
+        )
+    return None

@@ -7,21 +7,24 @@ are counted as unchained (domain/chain.py read_chain), apart from mismatches and
 The chain alone shows a history changed in place; whoever can write the database can also
 recompute every hash of it. The signed statements cannot be recomputed without the attestation
 key, and each names the chain head at its decision: so a history rewritten before a decision no
-longer matches that decision's statement.
+longer matches that decision's statement. Each also names the statement before it, and the task
+item the last: so a statement deleted from the store is found too; and task numbers are dense,
+so a task deleted whole is found by the gap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskgate.domain import dsse
+from taskgate.domain import dsse, ids, statements
 from taskgate.domain.chain import Mismatch, digest, event_sk, read_chain
 from taskgate.domain.models import Attestation, VerificationRun
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import attestations, records
+from taskgate.service import attestations, counters, records
 from taskgate.service.context import Context
 
 PAGE = 200
@@ -47,26 +50,34 @@ class Audit:
         return sum(self.unchained.values())
 
 
-def _statements(ctx: Context, task_id: str) -> list[tuple[int, dict[str, Any]]]:
-    """The task's signed statements (the task version each was committed with, its envelope)."""
+Signed = tuple[int, dict[str, Any], VerificationRun | None]  # version, envelope, the run it is stored with
+
+
+def _statements(ctx: Context, task_id: str) -> list[Signed]:
+    """The task's signed statements: the task version each was committed with, its envelope, and
+    the run it is stored with (None: an acceptance's)."""
     pk = records.task_pk(task_id)
-    out: list[tuple[int, dict[str, Any]]] = []
+    out: list[Signed] = []
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="R#", limit=PAGE, cursor=c)):
         run = records.load(VerificationRun, item)
         if run.attestation is not None and run.attestation_seq is not None:
-            out.append((run.attestation_seq, run.attestation))
+            out.append((run.attestation_seq, run.attestation, run))
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="A#", limit=PAGE, cursor=c)):
         att = records.load(Attestation, item)
-        out.append((att.seq, att.envelope))
+        out.append((att.seq, att.envelope, None))
     return sorted(out, key=lambda s: s[0])
 
 
 def _statement_mismatch(
-    ctx: Context, task_id: str, hashes: dict[str, str], seq: int, envelope: dict[str, Any]
+    ctx: Context, task_id: str, hashes: dict[str, str], signed: Signed
 ) -> Mismatch | None:
+    seq, envelope, run = signed
     sk = event_sk(seq)
     if ctx.attestor is not None and not attestations.signed_by(ctx.attestor, envelope):
         return Mismatch(task_id, sk, f"the statement of {sk} is not signed by this server's attestation key")
+    why = attestations.misplaced(envelope, task_id, seq, run)
+    if why is not None:
+        return Mismatch(task_id, sk, f"the statement of {sk} is not the one stored there: {why}")
     try:
         statement = json.loads(dsse.from_json(envelope).payload)
         head = statement["predicate"]["taskgate"]["historyHead"]
@@ -82,6 +93,59 @@ def _statement_mismatch(
     return None
 
 
+def _statements_linked(task_id: str, signed: list[Signed], last: str | None) -> Mismatch | None:
+    """Each statement names the one before it (`previous`, as `attest verify` checks a bundle),
+    and the task item names the last (`attestation_head`, written in the same commit): so a
+    statement removed from the store, not only one edited, is found. Whoever can write the
+    database could still remove the last statements and set the task's head back to match:
+    only a bundle exported before shows that.
+
+    And an acceptance's summary relies only on passed runs of the same commit (as `attest verify`
+    checks): the server signs one as verified from the task's stored status, so a status edited
+    to verified over a failed run is found at the acceptance it led to."""
+    before: str | None = None
+    passes: dict[str, Any] = {}  # payload sha256 of each passed run's statement -> its commit
+    for seq, envelope, _ in signed:
+        sk = event_sk(seq)
+        try:
+            payload = dsse.from_json(envelope).payload
+            statement = json.loads(payload)
+            predicate = statement["predicate"]
+            named = predicate["taskgate"].get("previous")
+            inputs = [i["digest"]["sha256"] for i in predicate.get("inputAttestations") or []]
+            commit = [subject["digest"] for subject in statement["subject"]]
+        except (ValueError, KeyError, TypeError, AttributeError, dsse.BadEnvelope) as exc:
+            return Mismatch(task_id, sk, f"the statement of {sk} cannot be read: {exc}")
+        if named != before:
+            return Mismatch(
+                task_id,
+                sk,
+                f"the signed statement of {sk} follows statement {named!r}; the one stored before it "
+                f"hashes to {before!r}: a signed statement was removed",
+            )
+        before = hashlib.sha256(payload).hexdigest()
+        if statement.get("predicateType") == statements.TEST_RESULT:
+            if predicate["taskgate"].get("verdict") == "passed":
+                passes[before] = commit
+            continue
+        for ref in inputs:
+            if passes.get(ref) != commit:
+                return Mismatch(
+                    task_id,
+                    sk,
+                    f"the acceptance of {sk} relies on statement {ref!r}, which is no passed run of its "
+                    "commit stored before it: the task was not verified when it was accepted",
+                )
+    if last != before:
+        return Mismatch(
+            task_id,
+            None,
+            f"the task names {last!r} as its last signed statement; the last one stored hashes to "
+            f"{before!r}: a signed statement was removed",
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class TaskChain:
     events: int
@@ -90,9 +154,9 @@ class TaskChain:
     mismatch: Mismatch | None
 
 
-def task_chain(ctx: Context, task_id: str, head: str | None) -> TaskChain:
+def task_chain(ctx: Context, task_id: str, head: str | None, last_statement: str | None = None) -> TaskChain:
     """How many events and statements the task has, how many events came before its chain, and
-    the first place they do not match."""
+    the first place they do not match. `last_statement`: the task's `attestation_head`."""
     events = [
         (i.sk, i.data)
         for i in ctx.all_pages(
@@ -104,10 +168,12 @@ def task_chain(ctx: Context, task_id: str, head: str | None) -> TaskChain:
     mismatch = reading.mismatch
     if mismatch is None:
         hashes = {sk: digest(body) for sk, body in events}
-        for seq, envelope in signed:
-            mismatch = _statement_mismatch(ctx, task_id, hashes, seq, envelope)
+        for one in signed:
+            mismatch = _statement_mismatch(ctx, task_id, hashes, one)
             if mismatch is not None:
                 break
+    if mismatch is None:
+        mismatch = _statements_linked(task_id, signed, last_statement)
     return TaskChain(len(events), len(signed), reading.unchained if mismatch is None else 0, mismatch)
 
 
@@ -116,10 +182,16 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
     ctx.project(project)  # E_NOT_FOUND for a project that does not exist
     out = Audit(project)
     pk = records.project_pk(project)
+    numbers: set[int] = set()
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
         task_id = str(item.data.get("id"))
-        head = item.data.get("history_head")
-        chain = task_chain(ctx, task_id, head if isinstance(head, str) else None)
+        number = item.sk.removeprefix("TASK#")
+        if number.isdigit():  # a key this server never writes is not a number handed out
+            numbers.add(int(number))
+        head, last = item.data.get("history_head"), item.data.get("attestation_head")
+        chain = task_chain(
+            ctx, task_id, head if isinstance(head, str) else None, last if isinstance(last, str) else None
+        )
         out.tasks += 1
         out.events += chain.events
         out.statements += chain.statements
@@ -127,4 +199,31 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
             out.mismatches.append(chain.mismatch)
         elif chain.unchained:
             out.unchained[task_id] = chain.unchained
+    out.mismatches += _numbering(project, numbers, int(counters.current(ctx, project).data.get("task", 0)))
+    return out
+
+
+def _numbering(project: str, numbers: set[int], handed_out: int) -> list[Mismatch]:
+    """Task numbers are handed out one by one, in the commit that writes the task, and no task
+    is ever deleted: so every number up to the project's counter names a task, and none past it.
+    A task item deleted from the database (its history, runs and statements with it or not)
+    is found by its number; one who also sets the counter back hides only the last tasks."""
+    out = [
+        Mismatch(
+            ids.task_id(project, n),
+            None,
+            f"task {ids.task_id(project, n)} is missing: the project has handed out {handed_out} task "
+            "numbers and no task holds this one (its item was deleted)",
+        )
+        for n in sorted(set(range(1, handed_out + 1)) - numbers)
+    ]
+    out += [
+        Mismatch(
+            ids.task_id(project, n),
+            None,
+            f"task {ids.task_id(project, n)} has a number the project never handed out (it has handed "
+            f"out {handed_out}): it was not written by this server",
+        )
+        for n in sorted(n for n in numbers if n > handed_out)
+    ]
     return out

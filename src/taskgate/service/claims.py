@@ -456,8 +456,14 @@ def submit(
     # Read even where the submit row needs none of its settings: its repo, to refuse a commit
     # that surely is not there.
     project = ctx.project(task.project)
-    if commits.in_local_repo(project.repo, sha) is False:
+    found = commits.in_local_repo(project.repo, sha)
+    if found == "missing":
         raise invalid(f"commit {sha} is not in {project.repo}: push it, then submit again")
+    if found == "ambiguous":
+        raise invalid(
+            f"commit {sha} names more than one commit in {project.repo}: submit more of its digits "
+            "(`git rev-parse HEAD` prints the full one)"
+        )
     now = ctx.clock.now()
     submission = Submission(
         commit_sha=sha,

@@ -38,6 +38,9 @@ _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # refuses such a repository unless told otherwise. Only read-only lookups and upload-pack run
 # there, none of which runs anything its config names.
 _TRUST_SOURCE = ("safe.directory=*",)
+# Objects looked at when an abbreviation names a ref (_commit_object): more than this sharing a
+# prefix is an abbreviation too short to name one commit, and is answered as none.
+_PREFIX_CANDIDATES = 8
 # Any commit of the local repository, reachable from a ref or not (a detached commit).
 _LOCAL_UPLOAD_PACK = (
     "--upload-pack=git -c 'safe.directory=*' -c uploadpack.allowAnySHA1InWant=true upload-pack"
@@ -172,6 +175,33 @@ class Checkout:
         return diff
 
 
+def _commit_object(git: Git, source: Path, sha: str) -> str | None:
+    """The full id of the one commit whose id starts with `sha` in a local repository; None when
+    there is none, or more than one.
+
+    `rev-parse <name>^{commit}` alone is not that: git reads a name as a ref before it reads it
+    as an abbreviated object id, so a branch or tag the agent names like its abbreviation
+    (`git branch 1a2b3c4d <other commit>`) would stand for another commit, and a name with no
+    commit behind it at all would be "there". What rev-parse finds is kept only when it is a
+    commit that starts with `sha`; otherwise the objects of that prefix are listed and the one
+    commit among them is taken."""
+    found = git(
+        "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", cwd=source, ok=True, config=_TRUST_SOURCE
+    )  # fmt: skip
+    if found is not None and found.startswith(sha):
+        return found
+    listed = git("rev-parse", f"--disambiguate={sha}", cwd=source, ok=True, config=_TRUST_SOURCE) or ""
+    oids = listed.split()
+    if len(oids) > _PREFIX_CANDIDATES:
+        return None
+    commits = [
+        oid
+        for oid in oids
+        if git("cat-file", "-t", oid, cwd=source, ok=True, config=_TRUST_SOURCE) == "commit"
+    ]
+    return commits[0] if len(commits) == 1 else None
+
+
 @contextmanager
 def checkout(
     repo: str, sha: str, *, env: Mapping[str, str] | None = None, token: str | None = None
@@ -194,10 +224,7 @@ def checkout(
                 raise CheckoutError(f"repository {repo} not found")
             source = Path(repo).expanduser().resolve()
             git("rev-parse", "--git-dir", cwd=source, config=_TRUST_SOURCE)  # a repository at all
-            found = git(
-                "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}",
-                cwd=source, ok=True, config=_TRUST_SOURCE,
-            )  # fmt: skip
+            found = _commit_object(git, source, sha)
             if not found:
                 raise CommitMissing(sha, repo)
             origin, want = str(source), found

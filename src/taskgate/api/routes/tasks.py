@@ -100,7 +100,7 @@ def get_task(
         history=history,
         history_cursor=next_history,
         runs=runs,
-        signed_runs=[r.id for r in runs if attestations.signed_by(ctx.attestor, r.attestation)],
+        signed_runs=[r.id for r in runs if attestations.signed_by(ctx.attestor, r.attestation, run=r)],
         notes=notes,
         notes_cursor=next_notes,
     )
