@@ -60,12 +60,16 @@ def canonical(data: Any) -> bytes:
     """RFC 8785 form of a JSON value."""
     if _plain(data):
         try:
-            return json.dumps(
-                data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-            ).encode("utf-8")
+            return _ENCODER.encode(data).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: rfc8785 gives its own error
             pass
     return rfc8785.dumps(data)
+
+
+# What json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+# allow_nan=False) would build on every call (any argument but the value makes it build a new
+# encoder): built once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def digest(data: Any) -> str:
