@@ -149,6 +149,13 @@ def queued_band(key: IndexKey) -> str:
     return key.index_sk.partition("#")[0]
 
 
+def best_band(keys: list[IndexKey]) -> list[IndexKey]:
+    """The entries in the band of the first (best) one: queued_band(k) == queued_band(keys[0]),
+    written out inline because a claim compares a whole window of entries (32)."""
+    best = keys[0].index_sk.partition("#")[0]
+    return [k for k in keys if k.index_sk.partition("#")[0] == best]
+
+
 def _body(model: BaseModel) -> dict[str, Any]:
     return _compact(model, model.model_dump(mode="json", exclude={"version"}))
 
