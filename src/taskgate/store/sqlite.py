@@ -39,10 +39,6 @@ from taskgate.store.schema import IndexName
 log = logging.getLogger(__name__)
 
 CHECKPOINT_EVERY_S = 0.25  # a few hundred WAL pages at a busy server's rate: a short copy each
-# WAL frames (pages) past which a background checkpoint finishes with this process's writers held
-# off, so that the next commit writes the WAL from its start (_Checkpointer). SQLite's own
-# autocheckpoint threshold.
-RESTART_FRAMES = 1000
 
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
     IndexName.QUEUE: ("gsi1pk", "gsi1sk"),
@@ -405,35 +401,13 @@ class _Checkpointer:
 
     def _run(self) -> None:
         try:
-            while not self._stopping.wait(self._every_s):
-                store = self._store()
-                if store is None:
-                    return
+            while not self._stopping.wait(self._every_s) and self._store() is not None:
                 try:
-                    self._checkpoint(store)
+                    self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                 except Exception as exc:  # nothing is lost: the WAL keeps every commit until the next try
                     log.warning("WAL checkpoint failed (the next one tries again): %s", exc)
-                del store  # held only while checkpointing: a store dropped without close() still ends this
         finally:
             self._db.close()
-
-    def _checkpoint(self, store: SQLiteStore) -> None:
-        """Copy the WAL into the database without stopping anyone; past RESTART_FRAMES, finish
-        with this process's writers held off for a moment.
-
-        SQLite writes the WAL from its start again only once every frame in it is in the
-        database. A PASSIVE checkpoint next to writers never gets there: it copies the frames
-        there were when it began, and commits add more meanwhile, so under sustained writes the
-        WAL only grew (~20 KB a commit: 288 MB after 12,000 commits), and appending to an ever
-        longer file cost each commit more system time than writing over the old frames
-        (bench: ~12 us a commit). So when the WAL is long, a second pass copies what came in
-        during the first (a few milliseconds of commits) while holding the store's write lock:
-        the next commit of this process then starts the WAL over. A commit on the event loop
-        meanwhile finds the lock taken and runs in a worker thread, as for any other writer."""
-        _, frames, _ = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        if frames >= RESTART_FRAMES:
-            with store._write_lock:
-                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
 
     def stop(self) -> None:
         self._stopping.set()
