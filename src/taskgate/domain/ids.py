@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from taskgate.domain.errors import invalid
@@ -15,7 +16,10 @@ def task_id(project: str, number: int) -> str:
     return f"{project}-{number}"
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_task_id(value: str) -> tuple[str, int]:
+    # Cached (a pure function of the text; a refusal raises, which is never cached): one MCP call
+    # parses the same id four times or more, for its keys and its permission checks.
     m = TASK_ID_RE.match(value)
     if not m:
         raise invalid(f"{value!r} is not a task id (<project>-<number>)")

@@ -150,9 +150,26 @@ ATTEMPT_ENDINGS: dict[Action, AttemptEnding] = {
 VERIFIER_ERRORS_TO_NEEDS_HUMAN = 3
 
 
+_index: tuple[tuple[Move, ...], dict[tuple[Status | None, Action], list[Move]]] | None = None
+
+
+def _rows(source: Status | None, action: Action) -> list[Move]:
+    """TABLE's rows for (status, action), in table order: from an index built once per TABLE
+    (every state change looks its row up, often twice, and a scan compares every row). Keyed by
+    the table object, so a TABLE replaced as a whole (a test plants a defect) is indexed anew."""
+    global _index
+    table = TABLE
+    if _index is None or _index[0] is not table:
+        rows: dict[tuple[Status | None, Action], list[Move]] = {}
+        for m in table:
+            rows.setdefault((m.source, m.action), []).append(m)
+        _index = (table, rows)
+    return _index[1].get((source, action), [])
+
+
 def find_move(source: Status | None, action: Action, *, verification_on: bool = False) -> Move:
     """The row for (status, action), or E_WRONG_STATE. Guards select among rows, never add any."""
-    candidates = [m for m in TABLE if m.source == source and m.action == action]
+    candidates = _rows(source, action)
     if not candidates:
         where = source.value if source else "(new)"
         raise TaskgateError(
@@ -200,7 +217,7 @@ def depends_on_project(source: Status | None, action: Action) -> bool:
     the verification switch, or a landing in ready that may find the attempts used up (the
     project's max_attempts, unless the task sets its own). A service moving a task by a row
     that does not need not read the project for it."""
-    rows = [m for m in TABLE if m.source == source and m.action == action]
+    rows = _rows(source, action)
     return any(m.guard is not None or _may_run_out(m) for m in rows)
 
 

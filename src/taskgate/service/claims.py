@@ -245,8 +245,7 @@ def claim(
         # At random among the best band read: priority is never skipped, and agents claiming at
         # once (even several on one key) spread out instead of chasing the same task. The task
         # itself is read consistently: the index may be stale, the claim's condition is the truth.
-        best = records.queued_band(keys[0])
-        pick = random.choice([k for k in keys if records.queued_band(k) == best])
+        pick = random.choice(records.best_band(keys))
         try:
             return _claim_one(ctx, who, ctx.task(records.queued_task_id(pick)), lease_minutes, proj, brief_of)
         except TaskgateError as exc:

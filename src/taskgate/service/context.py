@@ -213,11 +213,17 @@ def event(
 def chained(new: Task, ev: HistoryEvent) -> Task:
     """The task as it is written with its event `ev`: its chain head is now that event's hash
     (domain/chain.py). Every commit of a task event goes with its task (Context.commit checks)."""
+    return new.model_copy(update={"history_head": chain_head(ev)})
+
+
+def chain_head(ev: HistoryEvent) -> str:
+    """What `chained` sets as the task's history_head, for a caller that copies the task with
+    other changes anyway (transitions.move): one copy of the task instead of two."""
     put = _event_put(ev)
     if len(_MADE) >= _MADE_MAX:
         _MADE.clear()
     _MADE[id(ev)] = (ev, put)
-    return new.model_copy(update={"history_head": put.digest})
+    return put.digest
 
 
 def put_task(old: Task | None, new: Task, *, alive_at: str | None = None) -> Put:

@@ -15,7 +15,7 @@ from taskgate.domain.lifecycle import (
 )
 from taskgate.domain.models import Attempt, HistoryEvent, Project, Status, Task
 from taskgate.domain.principals import Acting
-from taskgate.service.context import chained, event
+from taskgate.service.context import chain_head, event
 
 
 def move(
@@ -80,7 +80,6 @@ def move(
         )
     elif attempt_record:
         raise AssertionError(f"{action.value} on {task.id} ends no attempt; nothing to record")
-    new = task.model_copy(update=update)
     ev = event(
         who,
         action.value,
@@ -93,7 +92,8 @@ def move(
         attempts_exhausted=True if out.exhausted else None,
         **detail,
     )
-    return chained(new, ev), ev
+    update["history_head"] = chain_head(ev)  # as chained(new, ev) would set it
+    return task.model_copy(update=update), ev
 
 
 def end_attempt(task: Task, now: datetime, **fields: Any) -> list[Attempt]:

@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, NamedTuple, Protocol
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -33,7 +32,10 @@ class Item:
     # sorts as text. None: the item has no lease and never lapses. Ops with `alive_at` check it.
     expires: str | None = None
 
-    @cached_property
+    # Computed once per item, kept in its __dict__ as functools.cached_property would: but that
+    # takes a lock on every first access (Python 3.11), and a commit reads these of every item.
+
+    @property
     def encoded(self) -> bytes:
         """The JSON body as stored, in UTF-8: encoded once, for the checks and the write.
 
@@ -42,6 +44,12 @@ class Item:
         read 1e-5 for 1e-05, the same number). Text that has no UTF-8 form (a lone surrogate,
         which JSON can smuggle in as an escape) raises Unencodable: no reader could ever
         serialise it."""
+        done: bytes | None = self.__dict__.get("_encoded")
+        if done is None:
+            done = self.__dict__["_encoded"] = self._encode()
+        return done
+
+    def _encode(self) -> bytes:
         try:
             return to_json(self.data, inf_nan_mode="constants")
         except PydanticSerializationError:
@@ -53,12 +61,15 @@ class Item:
                 ) from exc
             raise
 
-    @cached_property
+    @property
     def body(self) -> str:
         """The JSON body as stored (Unencodable as `encoded`)."""
-        return self.encoded.decode()
+        done: str | None = self.__dict__.get("_body")
+        if done is None:
+            done = self.__dict__["_body"] = self.encoded.decode()
+        return done
 
-    @cached_property
+    @property
     def size(self) -> int:
         """The body's size in UTF-8 bytes (Unencodable as `encoded`)."""
         return len(self.encoded)
