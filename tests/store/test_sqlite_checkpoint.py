@@ -8,6 +8,7 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,25 @@ def test_the_thread_checkpoints_while_the_store_is_open(tmp_path: Path) -> None:
     finally:
         store.close()
     assert _checkpointers() == []
+
+
+def test_after_a_burst_the_wal_file_is_cut_back_to_its_limit(tmp_path: Path) -> None:
+    """Without journal_size_limit the WAL file keeps its largest burst's size for good (SQLite
+    reuses it from the start but never shrinks it): a day's burst is disk held forever."""
+    limit = 1024 * 1024
+    store = SQLiteStore(tmp_path / "t.db", wal_size_limit=limit)
+    store.checkpoint_in_background(every_s=3600)  # the burst outruns the checkpoints
+    wal = Path(store.path + "-wal")
+    try:
+        _write(store)
+        assert wal.stat().st_size > 4 * limit  # ~6 MB of commits in the WAL
+        with closing(sqlite3.connect(store.path)) as other:  # a checkpoint that catches up with the writes
+            assert other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0] == 0
+        store.commit([Put(Item("P", "after", {"body": "y"}))])  # starts the WAL over
+        assert wal.stat().st_size <= limit
+        assert store.get("P", "after") is not None and store.get("P", "S00000") is not None
+    finally:
+        store.close()
 
 
 def test_a_store_dropped_without_close_ends_its_thread(tmp_path: Path) -> None:

@@ -38,6 +38,10 @@ from taskgate.store.schema import IndexName
 
 log = logging.getLogger(__name__)
 
+# The WAL file keeps the size of its largest burst unless SQLite is told to cut it back: it is
+# truncated to this when a writer starts it over after a complete checkpoint. A burst of commits
+# faster than the checkpoints still grows it for as long as the burst lasts.
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
 CHECKPOINT_EVERY_S = 0.25  # a few hundred WAL pages at a busy server's rate: a short copy each
 
 _INDEX_COLS: dict[IndexName, tuple[str, str]] = {
@@ -72,9 +76,12 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migration_1, _migrati
 class SQLiteStore:
     local_reads = True  # WAL: readers never wait on the writer
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout_s: float = 30.0, wal_size_limit: int = WAL_SIZE_LIMIT
+    ) -> None:
         self.path = str(path)
         self._busy_timeout_s = busy_timeout_s
+        self.wal_size_limit = wal_size_limit
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -109,6 +116,7 @@ class SQLiteStore:
             # NORMAL in WAL survives a process crash or kill; only an OS crash can lose the tail.
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
+            db.execute(f"PRAGMA journal_size_limit = {int(self.wal_size_limit)}")
             if self._checkpointer is not None:
                 db.execute("PRAGMA wal_autocheckpoint = 0")
             self._local.db = db
@@ -393,6 +401,7 @@ class _Checkpointer:
     def __init__(self, store: SQLiteStore, every_s: float) -> None:
         # Opened here, so a file that cannot be opened fails the caller, not a thread nobody sees.
         self._db = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+        self._db.execute(f"PRAGMA journal_size_limit = {int(store.wal_size_limit)}")
         self._store = weakref.ref(store)
         self._every_s = every_s
         self._stopping = threading.Event()
