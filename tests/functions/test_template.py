@@ -121,6 +121,13 @@ def test_logging_tracing_and_retention_are_what_the_docs_say() -> None:
     assert authorizer["IdentitySource"] == ["$request.header.Authorization"]  # cached per key
 
 
+def test_the_priced_choices_are_what_the_docs_say() -> None:
+    """The verifier's capacity and the attestation key's spec set what bench/cost.py prices."""
+    params, documented = _template()["Parameters"], _documented_defaults()
+    for name in ("VerifierCapacity", "AttestationKeySpec"):
+        assert documented.get(name) == str(params[name]["Default"]), name
+
+
 @pytest.mark.parametrize("name", sorted(FUNCTIONS.values()))
 def test_entry_points_load_in_a_fresh_lambda_like_interpreter(name: str, tmp_path: Path) -> None:
     """Each entry point imports in a new process with the environment Lambda gives it; only the
