@@ -327,27 +327,32 @@ def test_submit_refuses_a_commit_the_local_repository_does_not_hold(live: Live, 
     gate = slug_gate(live, tmp_path)
     tid = gate.task([KEEPS_DIGITS])
     missing = "0123456789abcdef0123456789abcdef01234567"
+    refused, status = _submit_refused(gate, tid, missing)
+    assert refused["code"] == "E_VALIDATION"
+    assert refused["message"] == f"commit {missing} is not in {gate.repo.path}: push it, then submit again"
+    assert status == "claimed"  # nothing changed: the executor can still submit
 
-    async def go() -> dict[str, Any]:
+
+def _submit_refused(gate: Gate, tid: str, sha: str, *, release: bool = False) -> tuple[dict[str, Any], str]:
+    """Claim the task over MCP and submit `sha`, which must be refused; release it after if told.
+    The refusal and the task's status then."""
+
+    async def go() -> tuple[dict[str, Any], str]:
         async with agent(gate.live.mcp_url, gate.agent_key, MODERN) as a:
             claimed = await a.ok("claim_task", project=gate.project, task_id=tid)
             refused = await a.refused(
                 "submit_task",
                 task_id=tid,
                 claim_token=claimed["claim_token"],
-                commit_sha=missing,
+                commit_sha=sha,
                 evidence="done",
             )
+            if release:
+                await a.ok("release_task", task_id=tid, claim_token=claimed["claim_token"])
             got = await a.ok("get_task", task_id=tid)
-            return {"refused": refused, "status": got["task"]["status"]}
+            return dict(refused), str(got["task"]["status"])
 
-    out = run(go())
-    assert out["refused"]["code"] == "E_VALIDATION"
-    assert (
-        out["refused"]["message"]
-        == f"commit {missing} is not in {gate.repo.path}: push it, then submit again"
-    )
-    assert out["status"] == "claimed"  # nothing changed: the executor can still submit
+    return run(go())
 
 
 def test_a_commit_gone_from_the_local_repository_fails_the_run(live: Live, tmp_path: Path) -> None:
@@ -377,21 +382,7 @@ def test_a_branch_named_like_the_abbreviation_neither_hides_a_failure_nor_a_miss
     tid = gate.task([KEEPS_DIGITS])
     good = gate.repo.commit({"slug.py": SLUGIFY}, "passes")
     git(gate.repo.path, "branch", "deadbeef", good)
-
-    async def fake() -> dict[str, Any]:
-        async with agent(gate.live.mcp_url, gate.agent_key, MODERN) as a:
-            claimed = await a.ok("claim_task", project=gate.project, task_id=tid)
-            out = await a.refused(
-                "submit_task",
-                task_id=tid,
-                claim_token=claimed["claim_token"],
-                commit_sha="deadbeef",
-                evidence="done",
-            )
-            await a.ok("release_task", task_id=tid, claim_token=claimed["claim_token"])
-            return dict(out)
-
-    refused = run(fake())
+    refused, _ = _submit_refused(gate, tid, "deadbeef", release=True)
     assert (refused["code"], refused["message"]) == (
         "E_VALIDATION",
         f"commit deadbeef is not in {gate.repo.path}: push it, then submit again",
