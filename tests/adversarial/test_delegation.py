@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.events import MODERN
-from tests.mcp.live import ADMIN, Agent, Live, agent, run, start, stop
+from tests.mcp.live import ADMIN, Agent, Live, agent, run, serving
 
 VERSION = MODERN
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -26,11 +26,7 @@ _n = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    server = start(tmp_path_factory.mktemp("taskgate-delegation"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-delegation"))
 
 
 def _task(live: Live, project: str, **kw: Any) -> str:

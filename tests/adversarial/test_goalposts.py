@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.events import MODERN
-from tests.mcp.live import ADMIN, Live, agent, run, start, stop
+from tests.mcp.live import ADMIN, Live, agent, run, serving
 
 VERSION = MODERN
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -33,11 +33,7 @@ _n = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    server = start(tmp_path_factory.mktemp("taskgate-goalposts"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-goalposts"))
 
 
 def _project(live: Live, *, verification: bool = True) -> tuple[str, str]:

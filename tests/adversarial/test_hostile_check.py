@@ -32,7 +32,7 @@ import pytest
 
 from taskgate.verifier import hardening
 from taskgate.verifier.sandbox import default_check_user
-from tests.mcp.live import Live, start, stop
+from tests.mcp.live import Live, serving
 from tests.support.container import Image
 from tests.support.users import (
     IS_ROOT,
@@ -54,11 +54,7 @@ KEEPS_DIGITS = {"text": "digits are kept", "kind": "test", "verify_ref": REF}
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    server = start(tmp_path_factory.mktemp("taskgate-data"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-data"))
 
 
 @pytest.fixture

@@ -16,18 +16,14 @@ from pathlib import Path
 import pytest
 
 from taskgate.service import records
-from tests.mcp.live import Live, start, stop
+from tests.mcp.live import Live, serving
 
 TASKGATE = str(Path(sys.executable).with_name("taskgate"))
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    server = start(tmp_path_factory.mktemp("taskgate-audit"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-audit"))
 
 
 def cli(live: Live, *args: str) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,7 @@ import pytest
 
 from taskgate.cloud.ecs import project_command, task_command
 from tests.container.engine import ROOT, Podman, Ran, TaskDefinition, Timings, run_as_ecs, verifier_base
-from tests.mcp.live import Live, free_port, start, stop
+from tests.mcp.live import Live, free_port, serving
 from tests.verifier.support import Gate, Repo, git
 
 pytestmark = pytest.mark.timeout(1800)
@@ -147,11 +147,7 @@ def images(podman: Podman, timings: Timings) -> Images:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    server = start(tmp_path_factory.mktemp("taskgate-data"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-data"))
 
 
 @dataclass

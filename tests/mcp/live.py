@@ -10,7 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +153,15 @@ def stop(live: Live) -> None:
     except subprocess.TimeoutExpired:
         live.proc.kill()
         live.proc.wait()
+
+
+def serving(data_dir: Path) -> Iterator[Live]:
+    """A real server on `data_dir` for as long as the fixture that yields from this lives."""
+    server = start(data_dir)
+    try:
+        yield server
+    finally:
+        stop(server)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.live import Live, start, stop
+from tests.mcp.live import Live, serving
 from tests.support.users import shared_tmp
 
 
@@ -20,8 +20,4 @@ def tmp_path() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """One real server per module; each test works in a project of its own."""
-    server = start(tmp_path_factory.mktemp("taskgate-data"))
-    try:
-        yield server
-    finally:
-        stop(server)
+    yield from serving(tmp_path_factory.mktemp("taskgate-data"))
