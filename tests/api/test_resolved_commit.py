@@ -179,5 +179,5 @@ def test_an_abbreviation_nobody_resolved_is_never_signed_as_git_commit(env: Env,
 def test_a_subject_without_a_full_git_commit_or_our_prefix_is_refused(digest: dict[str, str]) -> None:
     stmt = {"subject": [{"name": "repo", "digest": digest}]}
     with pytest.raises(bundle.Invalid, match="line 1: "):
-        bundle._subject_commit(stmt, "line 1")
-    assert bundle._subject_commit({"subject": [{"name": "r", "digest": {"gitCommit": FULL}}]}, "l") == FULL
+        bundle.subject_commit(stmt, "line 1")
+    assert bundle.subject_commit({"subject": [{"name": "r", "digest": {"gitCommit": FULL}}]}, "l") == FULL

@@ -14,18 +14,18 @@ so a task deleted whole is found by the gap.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskgate.domain import dsse, ids, statements
+from taskgate.domain import dsse, ids
 from taskgate.domain.chain import Mismatch, digest, event_sk, read_chain
 from taskgate.domain.models import Attestation, VerificationRun
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.service import attestations, counters, records
 from taskgate.service.context import Context
+from taskgate.signing import bundle
 
 PAGE = 200
 
@@ -94,54 +94,30 @@ def _statement_mismatch(
 
 
 def _statements_linked(task_id: str, signed: list[Signed], last: str | None) -> Mismatch | None:
-    """Each statement names the one before it (`previous`, as `attest verify` checks a bundle),
-    and the task item names the last (`attestation_head`, written in the same commit): so a
-    statement removed from the store, not only one edited, is found. Whoever can write the
-    database could still remove the last statements and set the task's head back to match:
-    only a bundle exported before shows that.
-
-    And an acceptance's summary relies only on passed runs of the same commit (as `attest verify`
-    checks): the server signs one as verified from the task's stored status, so a status edited
-    to verified over a failed run is found at the acceptance it led to."""
-    before: str | None = None
-    passes: dict[str, Any] = {}  # payload sha256 of each passed run's statement -> its commit
+    """The statements follow one another as `attest verify` checks a bundle (signing/bundle.py
+    Links: each names the one before it, and a summary relies only on passed runs of its commit
+    before it), and the task item names the last (`attestation_head`, written in the same
+    commit): so a statement removed from the store, not only one edited, is found, and so is a
+    status edited to verified over a failed run (the server signs the acceptance's summary from
+    the stored status). Whoever can write the database could still remove the last statements
+    and set the task's head back to match: only a bundle exported before shows that."""
+    links = bundle.Links()
     for seq, envelope, _ in signed:
         sk = event_sk(seq)
         try:
             payload = dsse.from_json(envelope).payload
             statement = json.loads(payload)
-            predicate = statement["predicate"]
-            named = predicate["taskgate"].get("previous")
-            inputs = [i["digest"]["sha256"] for i in predicate.get("inputAttestations") or []]
-            commit = [subject["digest"] for subject in statement["subject"]]
-        except (ValueError, KeyError, TypeError, AttributeError, dsse.BadEnvelope) as exc:
+            why = links.follow(statement, payload, bundle.subject_commit(statement, sk))
+        except (ValueError, KeyError, TypeError, AttributeError, dsse.BadEnvelope, bundle.Invalid) as exc:
             return Mismatch(task_id, sk, f"the statement of {sk} cannot be read: {exc}")
-        if named != before:
-            return Mismatch(
-                task_id,
-                sk,
-                f"the signed statement of {sk} follows statement {named!r}; the one stored before it "
-                f"hashes to {before!r}: a signed statement was removed",
-            )
-        before = hashlib.sha256(payload).hexdigest()
-        if statement.get("predicateType") == statements.TEST_RESULT:
-            if predicate["taskgate"].get("verdict") == "passed":
-                passes[before] = commit
-            continue
-        for ref in inputs:
-            if passes.get(ref) != commit:
-                return Mismatch(
-                    task_id,
-                    sk,
-                    f"the acceptance of {sk} relies on statement {ref!r}, which is no passed run of its "
-                    "commit stored before it: the task was not verified when it was accepted",
-                )
-    if last != before:
+        if why is not None:
+            return Mismatch(task_id, sk, f"the statement of {sk}: {why}")
+    if last != links.last:
         return Mismatch(
             task_id,
             None,
             f"the task names {last!r} as its last signed statement; the last one stored hashes to "
-            f"{before!r}: a signed statement was removed",
+            f"{links.last!r}: a signed statement was removed",
         )
     return None
 

@@ -37,7 +37,7 @@ class Verified:
         return str(short) if short is not None else None
 
 
-def _subject_commit(stmt: dict[str, Any], where: str) -> str:
+def subject_commit(stmt: dict[str, Any], where: str) -> str:
     """The commit a statement is about: its full id (`gitCommit`), or `prefix:<abbreviation>` for
     a subject that names only the submitted abbreviation (domain.statements.subject)."""
     subjects = stmt.get("subject")
@@ -62,6 +62,38 @@ def _subject_commit(stmt: dict[str, Any], where: str) -> str:
     return commits.pop()
 
 
+@dataclass
+class Links:
+    """How signed statements follow one another, oldest first: each names the payload digest of
+    the one before it, and a summary relies only on passed test results of its own commit
+    before it. `attest verify` checks a bundle by it, and the audit a task's stored statements."""
+
+    last: str | None = None  # the payload sha256 of the last statement followed
+    passes: set[tuple[str, str]] = field(default_factory=set)  # (payload sha256, commit) of passes
+
+    def follow(self, stmt: dict[str, Any], payload: bytes, commit: str) -> str | None:
+        """Why `stmt` (its payload, the commit it is about) does not follow the statements
+        before it; None when it does, and it is then the last."""
+        predicate = stmt.get("predicate") or {}
+        named = (predicate.get("taskgate") or {}).get("previous")
+        if named != self.last:
+            return (
+                f"does not follow the signed statement before it (it names {named!r}, the one before "
+                f"hashes to {self.last!r}): a signed statement was removed, added or reordered"
+            )
+        digest = hashlib.sha256(payload).hexdigest()
+        if stmt.get("predicateType") == statements.TEST_RESULT:
+            if predicate.get("result") == "PASSED":
+                self.passes.add((digest, commit))
+        else:
+            for given in predicate.get("inputAttestations") or []:
+                ref = (given.get("digest") or {}).get("sha256") if isinstance(given, dict) else None
+                if (ref, commit) not in self.passes:
+                    return f"the summary relies on statement {ref!r}, which is no passed run of its commit {commit} before it"
+        self.last = digest
+        return None
+
+
 def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verified:
     """Every line's signature by `key`, statement type, predicate type and subject; that the
     statements chain (each names the payload digest of the one before it, a summary names a
@@ -71,8 +103,7 @@ def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verif
     lines = [line for line in lines if line.strip()]
     if not lines:
         raise Invalid("the bundle holds no statements")
-    previous: str | None = None
-    results: dict[str, tuple[str, str]] = {}  # payload sha256 -> (result, commit) of test results
+    links = Links()
     task: str | None = None
     for n, line in enumerate(lines, start=1):
         where = f"line {n}"
@@ -98,32 +129,15 @@ def verify(lines: list[str], key: PublicKey, commit: str | None = None) -> Verif
         ptype = stmt.get("predicateType")
         if ptype not in statements.PREDICATE_TYPES:
             raise Invalid(f"{where}: predicateType {ptype!r} is not one taskgate signs")
-        sha = _subject_commit(stmt, where)
+        sha = subject_commit(stmt, where)
         predicate = stmt.get("predicate") or {}
         facts = predicate.get("taskgate") or {}
         if task is not None and facts.get("task") != task:
             raise Invalid(f"{where}: about task {facts.get('task')!r}, the bundle is about {task!r}")
         task = facts.get("task")
-        if facts.get("previous") != previous:
-            raise Invalid(
-                f"{where}: does not follow the statement before it (it names {facts.get('previous')!r}, "
-                f"the one before hashes to {previous!r}): a statement was removed, added or reordered"
-            )
-        digest = hashlib.sha256(env.payload).hexdigest()
-        if ptype == statements.TEST_RESULT:
-            results[digest] = (str(predicate.get("result")), sha)
-        else:
-            for given in predicate.get("inputAttestations") or []:
-                ref = (given.get("digest") or {}).get("sha256")
-                if ref not in results:
-                    raise Invalid(
-                        f"{where}: the summary relies on statement {ref!r}, not earlier in the bundle"
-                    )
-                if results[ref] != ("PASSED", sha):
-                    raise Invalid(
-                        f"{where}: the summary relies on statement {ref}, which is not a pass of {sha}"
-                    )
-        previous = digest
+        why = links.follow(stmt, env.payload, sha)
+        if why is not None:
+            raise Invalid(f"{where}: {why}")
         out.statements.append(stmt)
     if commit is not None:
         last = out.last_commit
