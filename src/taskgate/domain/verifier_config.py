@@ -60,6 +60,16 @@ class VerifierConfig(BaseModel):
     # toolchain (docs/deploy.md). None: the stack's own verifier image. A local `taskgate
     # verify` runs where it is and ignores it.
     image: str | None = Field(default=None, min_length=1, max_length=500)
+    # The branch a submission is judged against: its baseline is the merge-base with this
+    # branch. None: the reviewer's base_branch, else `main`, else the repository's HEAD branch.
+    base_branch: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\s~^:?*\[\\]+$")
+
+    def base_branch_choice(self) -> str | None:
+        """The base branch a human named (here or for the reviewer); None leaves it to the
+        repository (`main` if it has one, else its HEAD branch)."""
+        if self.base_branch:
+            return self.base_branch
+        return self.reviewer.base_branch if self.reviewer is not None else None
 
     @field_validator("image")
     @classmethod

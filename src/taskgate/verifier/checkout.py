@@ -128,6 +128,18 @@ class Git:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """Where a submission started from: the merge-base of the submitted commit with the tip of
+    the base branch. `commit` is None when there is none (no base branch, unrelated history);
+    `why` then says so, and the submission is judged against the empty tree."""
+
+    branch: str | None
+    tip: str | None
+    commit: str | None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class Checkout:
     path: Path
     head: str
@@ -150,6 +162,73 @@ class Checkout:
             if found:
                 return ref
         raise CheckoutError(f"base branch {base_branch!r} not found in {self.repo}")
+
+    def _has_branch(self, branch: str) -> str | None:
+        """The ref that holds `branch` where the submission came from, or None."""
+        if self.source is None:
+            listed = self.git(
+                "ls-remote", "--heads", "origin", f"refs/heads/{branch}", cwd=self.path, ok=True
+            )
+            return f"refs/heads/{branch}" if listed else None
+        try:
+            return self._base_ref(branch)
+        except CheckoutError:
+            return None
+
+    def _head_branch(self) -> str | None:
+        """The branch the repository's HEAD names (a bare or cloned repository's default)."""
+        if self.source is None:
+            listed = self.git("ls-remote", "--symref", "origin", "HEAD", cwd=self.path, ok=True) or ""
+            for line in listed.splitlines():
+                if line.startswith("ref: refs/heads/"):
+                    return line.split("\t", 1)[0].removeprefix("ref: refs/heads/")
+            return None
+        name = self.git(
+            "symbolic-ref", "--quiet", "--short", "HEAD", cwd=self.source, ok=True, config=_TRUST_SOURCE
+        )  # fmt: skip
+        return name or None
+
+    def baseline(self, choice: str | None) -> Baseline:
+        """The submission's baseline against `choice` (a human named it), else `main`, else the
+        repository's HEAD branch. Fetches that branch's tip and enough history to find where the
+        submission branched off."""
+        names = [choice] if choice else ["main", self._head_branch()]
+        branch = ref = None
+        for name in names:
+            if name and (found := self._has_branch(name)):
+                branch, ref = name, found
+                break
+        if branch is None or ref is None:
+            asked = choice or "main (nor a HEAD branch)"
+            return Baseline(None, None, None, f"the repository has no base branch {asked}")
+        tracking = f"refs/remotes/origin/{branch}"
+        fetch = (
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            *self._fetch_options(),
+            "origin",
+            self.head,
+            f"+{ref}:{tracking}",
+        )
+        self.git(*fetch[:3], f"--depth={REVIEW_DEPTH}", *fetch[3:], cwd=self.path)
+        tip = self.git("rev-parse", tracking, cwd=self.path)
+        found = self.git("merge-base", tip, "HEAD", cwd=self.path, ok=True)
+        if not found and self.git("rev-parse", "--is-shallow-repository", cwd=self.path) == "true":
+            self.git(*fetch[:3], "--unshallow", *fetch[3:], cwd=self.path, check=False)
+            found = self.git("merge-base", tip, "HEAD", cwd=self.path, ok=True)
+        if not found:
+            return Baseline(branch, tip, None, f"the submitted commit shares no history with {branch}")
+        return Baseline(branch, tip, found)
+
+    def changed_paths(self, base: Baseline) -> list[str]:
+        """The paths the submission changes against its baseline (every path of its tree when
+        there is no baseline), sorted; renames count as a deletion and an addition."""
+        if base.commit is None:
+            listed = self.git("ls-tree", "-r", "-z", "--name-only", "HEAD", cwd=self.path)
+        else:
+            listed = self.git("diff", "--name-only", "-z", "--no-renames", base.commit, "HEAD", cwd=self.path)
+        return sorted(p for p in listed.split("\0") if p)
 
     def diff_against(self, base_branch: str) -> str:
         """The submission's changes against `base_branch` (from where it branched off, if known),
