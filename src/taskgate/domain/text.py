@@ -97,6 +97,10 @@ _REDRAWN = re.compile(r"[^\n\r]*\r(?=[^\r\n])")
 # Every other C0 or C1 control character but newline and tab (DEL too).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+# How much of a command's output travels and is kept: its end, this many characters. The verifier
+# sends no more and the server stores no more, so both cut at the same place.
+TAIL_CHARS = 4000
+
 
 def plain(text: str) -> str:
     """`text` as a person should read it: ANSI escape sequences (colours, cursor moves, OSC

@@ -79,9 +79,12 @@ def spec_key(project: str, number: int) -> tuple[str, str]:
     return (project_pk(project), f"SPEC#{number:08d}")
 
 
+TASK_SK_PREFIX = "TASK#"  # every task item's sort key starts so: a query for a project's tasks
+
+
 def task_key(task_id: str) -> tuple[str, str]:
     project, number = parse_task_id(task_id)
-    return (project_pk(project), f"TASK#{number:08d}")
+    return (project_pk(project), f"{TASK_SK_PREFIX}{number:08d}")
 
 
 def decision_key(project: str, number: int) -> tuple[str, str]:
@@ -141,7 +144,7 @@ def stamp(at: datetime) -> str:
 
 def queued_task_id(key: IndexKey) -> str:
     """The task a queue entry stands for, from its table key (P#<project> / TASK#<n:08>)."""
-    return f"{key.pk.removeprefix('P#')}-{int(key.sk.removeprefix('TASK#'))}"
+    return f"{key.pk.removeprefix('P#')}-{int(key.sk.removeprefix(TASK_SK_PREFIX))}"
 
 
 def queued_band(key: IndexKey) -> str:
