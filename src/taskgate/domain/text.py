@@ -27,8 +27,8 @@ class UnencodableText(ValueError):
 def unencodable(value: Any, path: str = "") -> str | None:
     """The path of the first string (or key) in `value` that holds a lone surrogate, else None."""
     if not path:
-        # Nearly always there is none: pydantic_core encodes the whole value in one native call
-        # (~1 us for a tool's arguments), and fails on any lone surrogate, in a key or in text,
+        # Nearly always there is none: pydantic_core encodes the whole value in one native call,
+        # and fails on any lone surrogate, in a key or in text,
         # however deep. Only a failure (or a value it cannot encode) walks it to say where.
         try:
             to_json(value)

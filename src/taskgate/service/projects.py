@@ -207,8 +207,8 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
 
 
 def verifier_config_draft(ctx: Context, who: Acting, name: str) -> tuple[VerifierConfig, list[str]]:
-    """A draft verifier config from the project's verification commands ("start from project
-    commands", seed 000): returned for a human to review and save; nothing is written."""
+    """A draft verifier config from the project's verification commands (a starting point
+    from the hints agents see): returned for a human to review and save; nothing is written."""
     authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
     return draft_from_commands(ctx.project(name).execution_defaults.verification_commands)
 

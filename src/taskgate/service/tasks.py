@@ -36,8 +36,7 @@ from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
 
 # Ready tasks a caller's next-task list is chosen from (keys only, so a wide window is cheap):
-# wide enough that agents asking at once rarely share a first choice (16 agents over 64 equal
-# tasks: ~14.3 distinct first choices).
+# wide enough that agents asking at once rarely share a first choice (domain/spread.py).
 SPREAD_WINDOW = 64
 
 
