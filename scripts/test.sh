@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev]'
+.venv/bin/python -m pip install --quiet -e '.[test,lint,browser]'  # the suite, the static checks, the board's tests
 # The SAM CLI in a virtual environment of its own (its pins clash with the project's); the
 # suite runs `sam validate --lint` and `sam build` with it (tests/functions/test_sam.py).
 if [ ! -x .venv-sam/bin/sam ]; then

@@ -1,7 +1,7 @@
 """A person at the terminal for the CLI's human-only commands.
 
-The threat model is the seeds': an honest-but-lazy agent running in the human's own OS account,
-often in the same shell. Locally the CLI finds the admin token in the data dir by itself, so
+The threat model (docs/architecture.md, "Principals"): an honest-but-lazy agent running in the
+human's own OS account, often in the same shell. Locally the CLI finds the admin token in the data dir by itself, so
 without this check an agent's `taskgate task accept my-app-3` is the human accepting. What an
 agent's shell lacks is a person: its commands run without a controlling terminal. So every
 command that changes something as the human asks, on the controlling terminal (/dev/tty, never

@@ -4,6 +4,7 @@ live updates while an agent works over MCP, a narrow window, the keyboard."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
@@ -248,3 +249,53 @@ def test_opening_the_board_mounts_it_once(page: Page, site: Site, project: str) 
     expect(page.locator(".board-count")).to_contain_text("tasks shown")
     page.wait_for_timeout(1000)  # less than one poll interval: only the first load may have happened
     assert len(lists) == 1, lists
+
+
+def _fits(page: Page, width: int) -> None:
+    """Every column inside the window, none cut off, and no sideways scrolling anywhere."""
+    for status in STATUSES:
+        box = column(page, status).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (status, box)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.evaluate(
+        "(() => { const c = document.querySelector('.columns'); return c.scrollWidth <= c.clientWidth; })()"
+    )
+
+
+def test_nine_full_columns_fit_a_1280_px_window(page: Page, site: Site, scene: Scene, tmp_path: Path) -> None:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    sign_in(page, site, f"?project={scene.project}")
+    expect(page.locator("li.card")).to_have_count(9)
+    _fits(page, 1280)
+    done = column(page, "done")
+    expect(done.locator(f'li.card[data-task="{scene.ids["changelog"]}"]')).to_be_in_viewport()
+    widths = [b["width"] for b in (column(page, s).bounding_box() for s in STATUSES) if b]
+    assert len(widths) == 9 and min(widths) >= 110, widths  # readable, not squeezed to nothing
+    shot = tmp_path / "board-1280.png"
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes()[16:24] == (1280).to_bytes(4, "big") + (900).to_bytes(4, "big")  # PNG IHDR size
+
+
+def test_empty_columns_shrink_to_their_heading_and_the_rest_widen(
+    page: Page, site: Site, project: str
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 900})
+    tid = site.rest_task(project, "Only one task")
+    sign_in(page, site, f"?project={project}")
+    expect(card(page, tid)).to_be_visible()
+    ready = column(page, "ready")
+    expect(ready).not_to_have_class(re.compile(r"\bempty\b"))
+    for status in STATUSES:
+        if status != "ready":
+            expect(column(page, status)).to_have_class(re.compile(r"\bempty\b"))
+            expect(column(page, status).get_by_role("heading")).to_contain_text(status.replace("_", " "))
+    _fits(page, 1280)
+    box = ready.bounding_box()
+    narrow = [column(page, s).bounding_box() for s in STATUSES if s != "ready"]
+    assert box is not None and all(b is not None and b["width"] < 60 for b in narrow), narrow
+    assert box["width"] > 600, box  # the room the empty ones gave up
+    # A status filter on an empty column shows it full width, not collapsed.
+    page.get_by_label("Status", exact=True).select_option("done")
+    expect(page).to_have_url(re.compile(r"[?&]status=done"))
+    expect(column(page, "done")).to_be_visible()
+    expect(column(page, "done")).not_to_have_class(re.compile(r"\bempty\b"))

@@ -190,6 +190,10 @@ def test_the_readme_walks_the_loop_from_a_fresh_server(where: Path) -> None:
         assert not rest("/api/projects/my-app")["verification_on"]  # the Security model's script
         keys = {k["name"] for k in rest("/api/keys")["items"]}
         assert {"alice", "archie", "ci"} <= keys
+        # The files the walk wrote are outside the repository: its tree holds the agent's work only.
+        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+        written = sorted(p.name for p in (home / "taskgate-files").iterdir())
+        assert written == ["checks.json", "my-app-1.intoto.jsonl", "spec.md", "taskgate.pem"]
     finally:
         server.stop()
 
@@ -207,6 +211,17 @@ def test_the_readme_names_only_files_a_clone_has() -> None:
     missing = sorted(p for p in named if not (root / p).exists())
     assert not missing, missing
     assert "../" not in text and "seed 000" not in text.lower()
+
+
+def test_the_readmes_commands_write_their_files_outside_the_repository() -> None:
+    """A file the walk writes (a spec, the verifier config, a key, a proof) is named under
+    ~/taskgate-files, never relative to the repository the commands run in."""
+    written = []
+    for m in FENCE.finditer(README.read_text()):
+        if m.group("lang") == "bash":
+            written += re.findall(r"[^\s'\"()=]+\.(?:md|json|pem|jsonl)\b", m.group("body"))
+    assert len(written) >= 6, written
+    assert [w for w in written if not w.startswith("~/taskgate-files/")] == []
 
 
 def test_the_first_screen_sets_up_with_two_commands() -> None:

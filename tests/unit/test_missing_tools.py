@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from taskgate.domain.models import Criterion, CriterionKind
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.models import MAX_ATTEMPTS_LIMIT, Criterion, CriterionKind, check_max_attempts
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, Verdict, decide
+from taskgate.domain.tooling import command_words
 from taskgate.domain.verifier_config import VerifierConfig
 
 TEST = Criterion(id="AC-1.1", text="unit", kind=CriterionKind.TEST, verify_ref="a.b")
@@ -69,3 +71,23 @@ def test_a_named_tool_counts_only_with_126_or_127_and_only_if_the_command_runs_i
     # A tool the configured command never names (nor a part of a word of it: "np").
     assert _decide(CheckResult(exit_code=127, missing_tool="cargo"))[0] is Verdict.FAILED
     assert _decide(CheckResult(exit_code=127, missing_tool="np"))[0] is Verdict.FAILED
+
+
+def test_the_server_reads_command_words_as_the_verifier_does() -> None:
+    # "junit" and "ci" are words of the unit check's line but no command of it: a verifier (or a
+    # reply forged in its name) naming them is not believed, as the verifier itself would never
+    # name them (domain.tooling.command_words is the one reading).
+    assert command_words(CFG.checks["unit"].command) == ["npm"]
+    for word in ("junit", "ci", "test", "--reporter"):
+        assert _decide(CheckResult(exit_code=127, missing_tool=word))[0] is Verdict.FAILED
+    assert _decide(CheckResult(exit_code=127, missing_tool="npm"))[0] is Verdict.ERROR
+
+
+def test_max_attempts_has_one_range() -> None:
+    for bad in (0, -1, MAX_ATTEMPTS_LIMIT + 1):
+        with pytest.raises(TaskgateError) as refused:
+            check_max_attempts(bad)
+        assert refused.value.code is ErrorCode.VALIDATION
+        assert str(refused.value) == f"max_attempts must be between 1 and {MAX_ATTEMPTS_LIMIT}"
+    for fine in (None, 1, MAX_ATTEMPTS_LIMIT):
+        check_max_attempts(fine)

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from taskgate.verifier.tools import command_words
+from taskgate.domain.tooling import command_words
 from tests.mcp.live import Live
 from tests.verifier.support import PYTHON, Gate, Repo
 

@@ -24,7 +24,6 @@ from pydantic_core import from_json
 from taskgate.api import access, routes  # noqa: F401  (routes: imported for their registrations)
 from taskgate.api.access import ROUTES, Access, RouteSpec
 from taskgate.api.errors import (
-    INTERNAL,
     JSON,
     RefusedWithDetail,
     field_errors,
@@ -33,7 +32,7 @@ from taskgate.api.errors import (
 )
 from taskgate.api.routes.docs import BEARER
 from taskgate.api.schemas import ErrorBody
-from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
 
 log = logging.getLogger("taskgate.api")
 

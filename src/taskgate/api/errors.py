@@ -13,7 +13,6 @@ from taskgate.domain.errors import HTTP_STATUS, ErrorCode, TaskgateError
 from taskgate.telemetry import Metric
 
 JSON = "application/json"
-INTERNAL = "E_INTERNAL"  # a bug on our side; never a domain code, so clients cannot branch on it
 
 # What to do next, for the people and programs on the REST API (the board shows it under the
 # message). The MCP hints (domain/errors.HINTS) name agent tools; these do not.

@@ -20,9 +20,9 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from taskgate import runtime
 from taskgate.api import access
 from taskgate.api.app import APP
-from taskgate.api.errors import INTERNAL, JSON, proxy_response, refusal, status_and_body
+from taskgate.api.errors import JSON, proxy_response, refusal, status_and_body
 from taskgate.auth.resolve import principal
-from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
 from taskgate.domain.principals import Principal
 
 log = logging.getLogger("taskgate.api")

@@ -492,7 +492,8 @@ class RunSpec(Out):
 
 
 class RunWork(Out):
-    """Everything a verifier needs to run one task's checks (DESIGN.md section 4)."""
+    """Everything a verifier needs to run one task's checks
+    (docs/architecture.md, "Verification and the outcome rule")."""
 
     run_id: str
     task_id: str

@@ -33,7 +33,6 @@ from taskgate.store import body
 from taskgate.store.port import Item
 
 PRINCIPAL = "system:dispatcher"
-TASK_SK_PREFIX = "TASK#"
 
 
 class UnreadableRecord(ValueError):
@@ -51,7 +50,7 @@ def entered(raw: Mapping[str, Any]) -> Entered | None:
     new, old = images.get("NewImage"), images.get("OldImage")
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         return None
-    if not str((new.get("SK") or {}).get("S", "")).startswith(TASK_SK_PREFIX):
+    if not str((new.get("SK") or {}).get("S", "")).startswith(records.TASK_SK_PREFIX):
         return None
     try:
         task = records.load(Task, Item(new["PK"]["S"], new["SK"]["S"], body.decode(new), int(new["V"]["N"])))

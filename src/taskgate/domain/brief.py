@@ -52,7 +52,7 @@ RESERVE_CHARS = 700
 
 def _size(node: Any) -> int:
     """The length of `node` as json.dumps writes it, compact and ASCII-escaped: the budget's
-    measure. pydantic_core writes the same text ~5x faster for what a brief holds (dicts,
+    measure. pydantic_core writes the same text, faster, for what a brief holds (dicts,
     lists, text, integers, booleans, None, and floats only as check timeouts, written alike)
     when the text is all ASCII but for DEL, which it leaves as is and json.dumps escapes: other
     text goes to json.dumps. (Values a brief never holds may measure a little differently: a

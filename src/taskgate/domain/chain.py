@@ -34,7 +34,7 @@ def _plain(value: Any) -> bool:
     """Whether json.dumps writes `value` exactly as RFC 8785 does (see above).
 
     Exact types, not isinstance: every state change hashes its event, and this walk (written
-    with isinstance and generators) took twice the C encoder's time (cProfile). A subclass (a str enum, say) is not plain here, so rfc8785, the definition,
+    with isinstance and generators) would cost more than the C encoder itself. A subclass (a str enum, say) is not plain here, so rfc8785, the definition,
     writes it: slower, never different."""
     kind = type(value)
     if kind is str or value is None or kind is bool:

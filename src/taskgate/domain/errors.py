@@ -22,6 +22,10 @@ class ErrorCode(StrEnum):
     UNAVAILABLE = "E_UNAVAILABLE"  # a service the decision needs (the attestation key) did not answer
 
 
+# A bug or unusable stored data on our side. Deliberately not an ErrorCode: no client should
+# branch on it as an answer of the domain.
+INTERNAL = "E_INTERNAL"
+
 # What a caller should do next; shown to agents so a model can recover without a human.
 HINTS: dict[ErrorCode, str] = {
     ErrorCode.NOT_FOUND: "Check the id; list_tasks / list_specs / list_projects show what exists.",

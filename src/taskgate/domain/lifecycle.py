@@ -1,4 +1,4 @@
-"""The task lifecycle of DESIGN.md section 3, as one table of data.
+"""The task lifecycle (docs/architecture.md, "The task lifecycle"), as one table of data.
 
 Services never decide a move with their own ifs: they ask `find_move` for the row that
 matches (status, action) and `apply_move` for the task it produces.
@@ -80,10 +80,10 @@ _ROWS: list[Move] = [
     Move(None, A.CREATE_BLOCKED, S.BLOCKED, Who.CREATOR),
     Move(None, A.CREATE_READY, S.READY, Who.CREATOR),
     Move(S.BACKLOG, A.SPEC_APPROVED, S.READY, Who.SYSTEM),
-    # Not in DESIGN.md's table: a backlog task whose spec is approved while its blockers are
+    # A backlog task whose spec is approved while its blockers are
     # still open has to wait somewhere the "blockers done" cascade will find it.
     Move(S.BACKLOG, A.SPEC_APPROVED_BLOCKED, S.BLOCKED, Who.SYSTEM),
-    # Not in DESIGN.md's table either: tasks wait in backlog while their spec is a draft (seed 001),
+    # Tasks wait in backlog while their spec is a draft,
     # so a revised spec takes its unclaimed tasks back there until it is approved again.
     Move(S.READY, A.SPEC_REVISED, S.BACKLOG, Who.SYSTEM),
     Move(S.BLOCKED, A.SPEC_REVISED, S.BACKLOG, Who.SYSTEM),
@@ -104,7 +104,7 @@ _ROWS: list[Move] = [
     Move(S.NEEDS_VERIFICATION, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True, guard=Guard.VERIFICATION_OFF),
     # An error keeps the task waiting; the third in a row sends it to needs_human (see apply_move).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_ERROR, S.NEEDS_VERIFICATION, Who.SERVER),
-    # DESIGN.md section 4, not in its table: a run whose only non-passing criteria are ambiguous
+    # A run whose only non-passing criteria are ambiguous
     # refs is a spec error. No executor can fix a spec, so it waits for a human at once, and the
     # attempt is not used (it stays open, like one that waits after verifier errors, until a
     # human requeues, revises the spec or verifies it again).
@@ -112,7 +112,7 @@ _ROWS: list[Move] = [
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
-    # Not in DESIGN.md's table: an edit that gives a ready task an unfinished blocker makes it
+    # An edit that gives a ready task an unfinished blocker makes it
     # wait where the "blockers done" cascade will find it. (An edit that leaves a blocked task
     # with no unfinished blocker is the row above, in the same commit as the edit.)
     Move(S.READY, A.BLOCKERS_ADDED, S.BLOCKED, Who.EDITOR),
@@ -126,7 +126,7 @@ _ROWS: list[Move] = [
 
 TABLE: tuple[Move, ...] = tuple(_ROWS)
 
-# How a task's open attempt ends when the task moves (attempts are records, DESIGN.md section 3).
+# How a task's open attempt ends when the task moves (attempts are records: an ended one is never rewritten).
 # An attempt ends with its claim, unless it submitted: then it stays open until the submission's
 # fate is known. Actions not listed keep an open attempt open (claim, submit, a verifier pass or
 # error, reverify). Whether the ending used an attempt is the row's `uses_attempt`, so the record
@@ -254,7 +254,7 @@ def land(
     # needs_human: only a human puts such a task back in the queue.
     if _may_run_out(move) and used >= max_attempts:
         return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
-    # Tasks wait in backlog while their spec is a draft (seed 001): a move to ready under a draft
+    # Tasks wait in backlog while their spec is a draft: a move to ready under a draft
     # (a claim that ended after its spec was revised, a reopen or requeue under a draft) lands
     # there, as the revise cascade puts ready and blocked tasks; approval brings it back.
     if move.target is Status.READY and spec_draft:

@@ -9,18 +9,26 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN
+from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN, SUBMITTED_PATTERN
+from taskgate.domain.errors import invalid
 from taskgate.domain.verifier_config import VerifierConfig
 
 PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 ACTOR_RE = re.compile(r"^(human|agent):[a-z0-9][a-z0-9._-]{0,63}$")
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+Sha = Annotated[str, StringConstraints(pattern=SUBMITTED_PATTERN)]
 
 DEFAULT_MAX_ATTEMPTS = 3
+MAX_ATTEMPTS_LIMIT = 20  # a project's or a task's max_attempts is 1..this
 DEFAULT_LEASE_MINUTES = 30
 MAX_LEASE_MINUTES = 120
+
+
+def check_max_attempts(max_attempts: int | None) -> None:
+    """E_VALIDATION for a max_attempts out of range; None (not given) passes."""
+    if max_attempts is not None and not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise invalid(f"max_attempts must be between 1 and {MAX_ATTEMPTS_LIMIT}")
 
 
 class Record(BaseModel):

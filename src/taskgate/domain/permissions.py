@@ -1,4 +1,4 @@
-"""Which principal may take which action, as one table (DESIGN.md section 2)."""
+"""Which principal may take which action, as one table (docs/architecture.md, "Principals")."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ RULES: dict[Op, frozenset[Role]] = {
 }
 
 # Ops a delegated agent may not take with the human's permissions: the human-only switches
-# of the seeds must be made by the human on the board, never from an agent's chat. Criteria are
+# (verification, its config, keys, risk) must be made by the human on the board, never from an agent's chat. Criteria are
 # among them for the reason lowering risk is: a delegated key is an agent that may claim the task
 # next, and the goalposts it moved would then be its own.
 BOARD_ONLY = frozenset(
@@ -171,7 +171,7 @@ def authorize(
 
 
 def _criteria_change(acting: Acting, roles: frozenset[Role], spec_draft: bool) -> None:
-    """DESIGN.md section 2: a task's criteria and risk are fixed once work can start on them;
+    """A task's criteria and risk are fixed once work can start on them;
     only a human (or an architect, while the spec is a draft: its approval then covers them)
     changes them. Never a delegated agent (BOARD_ONLY), whatever its role."""
     allowed = RULES[Op.CHANGE_CRITERIA] & roles

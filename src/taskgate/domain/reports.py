@@ -1,4 +1,5 @@
-"""Test reports: JUnit XML and seed 000's JSON format, read into one tree of groups and tests.
+"""Test reports: JUnit XML and the JSON report format, read into one tree of groups and tests
+(docs/architecture.md, "Test reports and test refs").
 
 Pure: bytes in, values out. The verifier reads the file (inside the checkout, size-capped) and
 hands the bytes here; the matcher (`testrefs`) maps a verify_ref onto the tree.
@@ -86,7 +87,7 @@ class Report:
 
 # Why a report was refused: over MAX_REPORT_BYTES; a DTD or entity declaration (XML bombs,
 # external entities); not well-formed XML or JSON (undeclared non-UTF-8 bytes included); well-formed
-# but not a JUnit report or not seed 000's JSON format (or suites nested too deep).
+# but not a JUnit report or not the JSON report format (or suites nested too deep).
 ReportReason = Literal["too_large", "unsafe", "malformed", "wrong_shape"]
 
 
@@ -226,7 +227,7 @@ def _duration_ms(seconds: str | None) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Seed 000's JSON format: {"tests": [{"id", "status", "duration_ms"?, "message"?}]}
+# The JSON report format: {"tests": [{"id", "status", "duration_ms"?, "message"?}]}
 
 
 class _JsonTest(BaseModel):

@@ -1,4 +1,5 @@
-"""The test-ref rule of seed 000: which test or group a verify_ref names, and its evidence.
+"""The test-ref rule: which test or group a verify_ref names, and its evidence
+(docs/architecture.md, "Test reports and test refs").
 
 A ref is matched, in this order, stopping at the first step that matches anything:
 
@@ -15,7 +16,7 @@ A ref is matched, in this order, stopping at the first step that matches anythin
    (`TestSlugify.test_keeps_digits`) or the group of tests under a class, a module or a package
    (`TestSlugify`, `test_strings.TestSlugify`, `tests`, `Outer$Inner`); parts are separated by
    '.' or '$' and matched whole. The same class name in two modules is two groups, so
-   AMBIGUOUS. This step is ours, not the seed's: runners without nested suites (pytest, surefire,
+   AMBIGUOUS. This step is an addition to the rule: runners without nested suites (pytest, surefire,
    the JSON format) would otherwise have no groups at all, and as it comes last it never changes
    what steps 1 and 2 decide.
 

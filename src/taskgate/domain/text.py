@@ -27,8 +27,8 @@ class UnencodableText(ValueError):
 def unencodable(value: Any, path: str = "") -> str | None:
     """The path of the first string (or key) in `value` that holds a lone surrogate, else None."""
     if not path:
-        # Nearly always there is none: pydantic_core encodes the whole value in one native call
-        # (~1 us for a tool's arguments), and fails on any lone surrogate, in a key or in text,
+        # Nearly always there is none: pydantic_core encodes the whole value in one native call,
+        # and fails on any lone surrogate, in a key or in text,
         # however deep. Only a failure (or a value it cannot encode) walks it to say where.
         try:
             to_json(value)
@@ -96,6 +96,10 @@ _ESCAPES = re.compile(
 _REDRAWN = re.compile(r"[^\n\r]*\r(?=[^\r\n])")
 # Every other C0 or C1 control character but newline and tab (DEL too).
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+# How much of a command's output travels and is kept: its end, this many characters. The verifier
+# sends no more and the server stores no more, so both cut at the same place.
+TAIL_CHARS = 4000
 
 
 def plain(text: str) -> str:

@@ -5,11 +5,16 @@ command's own tools (exit 126: not executable; 127: not found), that tool's name
 (verifier/tools.py says how it makes sure). The server decides: such a run is an error of the
 run, which uses no attempt, naming the tool; a named tool the configured command does not run,
 or any other exit code, is not this case and stays a failing check.
+
+Both sides read a command's tools the same way (command_words): the shell grammar through
+`shlex` (punctuation mode splits `&&`, `|`, `;` and the like), enough to find the command words
+of a check line; a line shlex cannot read names no tool.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -19,7 +24,6 @@ if TYPE_CHECKING:
 
 # dash answers 127 for a file on PATH it may not execute, too ("Permission denied").
 NOT_RUNNABLE = {126: "not executable", 127: "not found or not executable"}
-_WORDS = re.compile(r"[\s;&|()<>`$]+")
 
 
 def missing_tools(checks: Mapping[str, CheckResult], config: VerifierConfig | None) -> str | None:
@@ -32,7 +36,7 @@ def missing_tools(checks: Mapping[str, CheckResult], config: VerifierConfig | No
         tool = c.missing_tool
         if tool is None or spec is None or c.exit_code not in NOT_RUNNABLE:
             continue
-        if tool not in _WORDS.split(spec.command):
+        if tool not in command_words(spec.command):
             continue
         said.append(no_tool(tool, f"check {name}", spec.command, c.exit_code))
     if not said:
@@ -53,3 +57,91 @@ def no_tool(tool: str, what: str, command: str, exit_code: int) -> str:
         f"the verifier's image has no `{tool}`: {what} (`{command}`) exited {exit_code}, "
         f"`{tool}` {NOT_RUNNABLE.get(exit_code, 'not runnable')} on the verifier's PATH"
     )
+
+
+_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "&", "(", ")", "|&", "{", "}", "!"})
+_REDIRECTS = re.compile(r"^[0-9]*(?:[<>]|>>|<<|<<-|>&|<&|&>|&>>|<>|>\|)$")
+_RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in"}
+)
+# What the shell runs itself: never looked up on PATH, so never the image's missing tool.
+_BUILTINS = frozenset(
+    {
+        ".",
+        ":",
+        "[",
+        "alias",
+        "bg",
+        "break",
+        "cd",
+        "continue",
+        "echo",
+        "eval",
+        "exit",
+        "export",
+        "false",
+        "fg",
+        "getopts",
+        "hash",
+        "jobs",
+        "kill",
+        "local",
+        "printf",
+        "pwd",
+        "read",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "source",
+        "test",
+        "times",
+        "trap",
+        "true",
+        "type",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "wait",
+    }
+)
+# Wrappers whose first operand is the command they run (`env FOO=1 npm test`, `exec node x`).
+_WRAPPERS = frozenset({"exec", "command", "env", "nohup", "nice", "time"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
+
+
+def command_words(command: str) -> list[str]:
+    """The bare names a shell would look up on PATH to run `command`, in order: the leading
+    word of each simple command (after assignments, redirections and wrappers), without
+    builtins, reserved words, paths or words built from expansions."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+    except ValueError:  # an unbalanced quote: no reading of it to trust
+        return []
+    words: list[str] = []
+    expecting, skip_target = True, False
+    for token in tokens:
+        if skip_target:
+            skip_target = False
+            continue
+        if token in _SEPARATORS:
+            expecting = True
+            continue
+        if _REDIRECTS.match(token):
+            skip_target = True
+            continue
+        if not expecting or token.isdigit():  # `2>log npm test`: the 2 belongs to the redirect
+            continue
+        if _ASSIGNMENT.match(token) or token in _RESERVED or token.startswith("-"):
+            continue  # still looking for this simple command's command word
+        if token in _WRAPPERS:
+            continue  # what it wraps is the command word
+        expecting = False
+        if token not in _BUILTINS and _NAME.match(token) and token not in words:
+            words.append(token)
+    return words

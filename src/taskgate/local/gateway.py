@@ -4,7 +4,7 @@ the board.
 
 /mcp is served by the MCP ASGI app itself, built once and kept for the process (`mcp_app`):
 the same front door (auth, limits, Host/Origin checks) the Lambda handler wraps in Mangum,
-without turning every request into an event and back, which cost more than taskgate's own
+without turning every request into an event and back, which costs more than taskgate's own
 work. Without `mcp_app`, /mcp goes through the Lambda handler like /api (bench/mcp_rate.py
 measures a bare server that way)."""
 
@@ -26,8 +26,8 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 MAX_BODY = 1024 * 1024
 # Handler invocations running at once. Each is a Lambda-style call holding the GIL for most of
-# its ~1 ms; more threads only queue on the GIL and the SQLite write lock and lower throughput
-# (bench/mcp_rate.py: 8 workers ~30% slower than 2). Two keep one slow call from blocking all.
+# its time; more threads only queue on the GIL and the SQLite write lock and lower throughput
+# (bench/mcp_rate.py compares worker counts). Two keep one slow call from blocking all.
 DEFAULT_WORKERS = 2  # the MCP and REST handlers enforce the same bound; this keeps memory flat
 WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
 

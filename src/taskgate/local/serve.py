@@ -185,8 +185,7 @@ def serve(options: ServeOptions) -> None:
     # exit 0. Every acknowledged write was committed before its response was sent.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: None)
-    # Everything imported and built so far (the SDK, pydantic's schemas, the tools: ~10^5
-    # objects) lives as long as the process: out of the collector's sight, the collections
+    # Everything imported and built so far (the SDK, pydantic's schemas, the tools) lives as long as the process: out of the collector's sight, the collections
     # that every request's garbage triggers no longer walk it again.
     gc.collect()
     gc.freeze()

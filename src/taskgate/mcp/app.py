@@ -2,8 +2,8 @@
 
 Stateless, JSON responses (no SSE, no sessions): every POST stands alone, which is what a
 Lambda behind API Gateway can serve. On Lambda it is built per invocation: the SDK's session
-manager may run only once, and Mangum runs the lifespan on every invocation (building costs
-microseconds, measured in the tests). `taskgate serve` builds it once and serves it directly
+manager may run only once, and Mangum runs the lifespan on every invocation (building it is
+cheap). `taskgate serve` builds it once and serves it directly
 as one long-lived app. The MCPServer and its tool schemas are built once per process.
 """
 
@@ -33,7 +33,7 @@ from taskgate.telemetry import Metric
 PATH = "/mcp"
 MAX_BODY_BYTES = 1024 * 1024
 LEGACY_VERSION = "2025-11-25"
-SUPPORTED_VERSIONS = (LEGACY_VERSION, "2026-07-28")  # DESIGN.md section 6
+SUPPORTED_VERSIONS = (LEGACY_VERSION, "2026-07-28")
 # Handshake versions the SDK would still negotiate, older than this server speaks: refused here.
 OLDER_VERSIONS = frozenset(HANDSHAKE_PROTOCOL_VERSIONS) - set(SUPPORTED_VERSIONS)
 VERSION_HEADER = "mcp-protocol-version"

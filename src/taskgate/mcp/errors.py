@@ -11,7 +11,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from taskgate import telemetry
-from taskgate.domain.errors import TaskgateError, invalid
+from taskgate.domain.errors import INTERNAL, TaskgateError, invalid
 from taskgate.telemetry import Metric
 
 
@@ -21,7 +21,6 @@ def error_result(exc: TaskgateError) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
 
 
-INTERNAL = "E_INTERNAL"  # a bug or unusable stored data on our side; never a domain code
 INTERNAL_HINT = "The server failed on its side; calling again will not help. Tell a human (the server log has the details)."
 
 

@@ -85,7 +85,7 @@ class TaskgateMCP(MCPServer[Any]):
         }
         if not _tracing():
             # The SDK wraps every message in an OpenTelemetry span by default, a no-op until a
-            # tracer provider is installed, yet ~8 us a call (attributes, context managers).
+            # tracer provider is installed, yet paid on every call (attributes, context managers).
             # taskgate installs none (Lambda traces with Powertools/X-Ray): drop it, as the SDK
             # says to opt out. A host that installs a provider first (e.g. an ADOT Lambda
             # layer, before this is built) keeps the spans.
@@ -229,7 +229,7 @@ _building = threading.Lock()
 
 
 def get_server() -> TaskgateMCP:
-    """The process's server, built on first use: building the tool schemas is ~0.25 s, which a
+    """The process's server, built on first use: building the tool schemas is a large part of a cold start, which a
     Lambda with SnapStart pays before its snapshot (taskgate.cloud.mcp) instead of at import."""
     global _server
     with _building:

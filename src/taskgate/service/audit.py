@@ -159,9 +159,11 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
     out = Audit(project)
     pk = records.project_pk(project)
     numbers: set[int] = set()
-    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=PAGE, cursor=c)):
+    for item in ctx.all_pages(
+        lambda c: ctx.store.query(pk, sk_prefix=records.TASK_SK_PREFIX, limit=PAGE, cursor=c)
+    ):
         task_id = str(item.data.get("id"))
-        number = item.sk.removeprefix("TASK#")
+        number = item.sk.removeprefix(records.TASK_SK_PREFIX)
         if number.isdigit():  # a key this server never writes is not a number handed out
             numbers.add(int(number))
         head, last = item.data.get("history_head"), item.data.get("attestation_head")

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from taskgate import telemetry
+from taskgate.domain import commit_ids
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
@@ -47,7 +48,6 @@ from taskgate.telemetry import Metric
 P = ParamSpec("P")
 T = TypeVar("T")
 
-COMMIT_SHA_LEN = (7, 64)
 CANDIDATES = 32  # pick among the top ready tasks of the best priority at random: racers spread out
 MAX_CANDIDATES = 64
 
@@ -438,10 +438,8 @@ def submit(
     self_report: dict[str, SelfReport] | None = None,
 ) -> Task:
     sha = commit_sha.strip().lower()
-    if not (COMMIT_SHA_LEN[0] <= len(sha) <= COMMIT_SHA_LEN[1]) or any(
-        c not in "0123456789abcdef" for c in sha
-    ):
-        raise invalid("commit_sha must be a git commit hash (7-64 hex digits)")
+    if not commit_ids.is_submitted(sha):
+        raise invalid(f"commit_sha must be {commit_ids.SUBMITTED_RULE}")
     text(evidence, "evidence")
     if not evidence.strip():
         raise invalid("evidence must say what was done and how each criterion is met")

@@ -14,11 +14,14 @@ import os
 import subprocess
 from typing import Literal
 
+from taskgate.domain.commit_ids import resolve_prefix
 from taskgate.domain.repos import is_remote
 
 TIMEOUT_S = 3.0
-_GIT_SAYS_MISSING = 1  # `rev-parse --verify --quiet`: no such object (128: no repository, ...)
-_PREFIX_CANDIDATES = 8  # objects sharing the prefix looked at; more: no one commit is named
+
+
+class _CannotRun(Exception):
+    """git did not answer (not installed, too slow): nothing is known about the commit."""
 
 
 # What the local repository says of a submitted commit: there (one commit has that id or
@@ -30,7 +33,6 @@ def in_local_repo(repo: str, sha: str) -> Found | None:
     """Whether the repository holds the commit; None: cannot tell cheaply."""
     if not repo or is_remote(repo):
         return None
-    # os.path, not pathlib: the same answer, without building a Path on every submit.
     path = os.path.expanduser(repo)
     if not os.path.isdir(path):
         return None
@@ -41,34 +43,18 @@ def in_local_repo(repo: str, sha: str) -> Found | None:
         "LC_ALL": "C",
     }
 
-    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+    def git(*args: str) -> str | None:
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
         try:
-            return subprocess.run(
+            done = subprocess.run(
                 cmd, cwd=path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
             )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise _CannotRun from exc
+        return done.stdout if done.returncode == 0 else None
 
-    done = git("rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}")
-    if done is None:
+    try:
+        found = resolve_prefix(git, sha).found
+    except _CannotRun:
         return None
-    if done.returncode == 0 and done.stdout.strip().startswith(sha):
-        return "there"
-    if done.returncode not in (0, _GIT_SAYS_MISSING):
-        return None
-    # git read the name as a ref (a branch or tag named like the abbreviation, which may name
-    # another commit or none that starts with it), or found nothing: the commit is there only
-    # if exactly one commit object has this prefix (what the verifier checks out,
-    # verifier/checkout.py `_commit_object`).
-    listed = git("rev-parse", f"--disambiguate={sha}")
-    if listed is None or listed.returncode != 0:
-        return None
-    oids = listed.stdout.split()
-    if len(oids) > _PREFIX_CANDIDATES:
-        return "ambiguous"
-    kinds = [git("cat-file", "-t", oid) for oid in oids]
-    if any(k is None for k in kinds):
-        return None
-    commits = sum(1 for k in kinds if k is not None and k.stdout.strip() == "commit")
-    return "there" if commits == 1 else "ambiguous" if commits else "missing"
+    return None if found == "unknown" else found

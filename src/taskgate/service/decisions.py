@@ -125,7 +125,9 @@ def search(ctx: Context, who: Acting, project: str, query: str, *, limit: int = 
         s = records.load(Spec, item)
         docs.append(ranking.Doc(s.id, f"{s.title} {s.body} " + " ".join(c.text for c in s.criteria)))
         shown[s.id] = {"kind": "spec", "id": s.id, "title": s.title, "status": s.status.value}
-    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=500, cursor=c)):
+    for item in ctx.all_pages(
+        lambda c: ctx.store.query(pk, sk_prefix=records.TASK_SK_PREFIX, limit=500, cursor=c)
+    ):
         t = records.load(Task, item)
         docs.append(ranking.Doc(t.id, f"{t.title} {t.description}"))
         shown[t.id] = {"kind": "task", "id": t.id, "title": t.title, "status": t.status.value}

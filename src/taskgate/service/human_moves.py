@@ -1,6 +1,6 @@
 """A human's lifecycle move asked for as the status to reach: update_task(status=...).
 
-Seed 001: agents can't write status; only a human can, through update_task or the board, and an
+Agents can't write status; only a human can, through update_task or the board, and an
 agent a human explicitly asked passes on_behalf_of. The move is the lifecycle table's one human
 row from the task's status to the one asked for (lifecycle.human_move); the change is made by
 the service that makes that move anywhere else (review.py), with its own checks: a delegated key

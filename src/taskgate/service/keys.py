@@ -86,7 +86,7 @@ def create(
         created_at=now,
     )
     ops = [Put(records.credential_item(cred))]
-    # Key changes go to the history of every project the key names (seed 000: "with who");
+    # Key changes go to the history of every project the key names (every key change is recorded with who made it);
     # a key for all projects goes to project "*", which every project's history shows
     # (project_history.py: merged when read, so projects made later show it too).
     for p in scope or [ALL]:

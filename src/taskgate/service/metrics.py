@@ -207,7 +207,9 @@ def _partition(ctx: Context, pk: str) -> Iterator[Item]:
 
 def _load(ctx: Context, project: str, since: datetime) -> Iterable[TaskRecords]:
     pk = records.project_pk(project)
-    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="TASK#", limit=200, cursor=c)):
+    for item in ctx.all_pages(
+        lambda c: ctx.store.query(pk, sk_prefix=records.TASK_SK_PREFIX, limit=200, cursor=c)
+    ):
         task = records.load(Task, item)
         if task.updated_at < since:
             continue  # nothing of it happened in the window

@@ -17,6 +17,7 @@ from taskgate.domain.models import (
     HistoryEvent,
     Project,
     VerifierKind,
+    check_max_attempts,
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -90,8 +91,7 @@ def update_settings(
     repo: str | None = None,
 ) -> Project:
     authorize(Op.UPDATE_PROJECT, who, project=name)
-    if max_attempts is not None and not 1 <= max_attempts <= 20:
-        raise invalid("max_attempts must be between 1 and 20")
+    check_max_attempts(max_attempts)
     if lease_minutes is not None and not 1 <= lease_minutes <= MAX_LEASE_MINUTES:
         raise invalid(f"lease_minutes must be between 1 and {MAX_LEASE_MINUTES}")
     changes = {
@@ -207,8 +207,8 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
 
 
 def verifier_config_draft(ctx: Context, who: Acting, name: str) -> tuple[VerifierConfig, list[str]]:
-    """A draft verifier config from the project's verification commands ("start from project
-    commands", seed 000): returned for a human to review and save; nothing is written."""
+    """A draft verifier config from the project's verification commands (a starting point
+    from the hints agents see): returned for a human to review and save; nothing is written."""
     authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
     return draft_from_commands(ctx.project(name).execution_defaults.verification_commands)
 

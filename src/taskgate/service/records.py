@@ -79,9 +79,12 @@ def spec_key(project: str, number: int) -> tuple[str, str]:
     return (project_pk(project), f"SPEC#{number:08d}")
 
 
+TASK_SK_PREFIX = "TASK#"  # every task item's sort key starts so: a query for a project's tasks
+
+
 def task_key(task_id: str) -> tuple[str, str]:
     project, number = parse_task_id(task_id)
-    return (project_pk(project), f"TASK#{number:08d}")
+    return (project_pk(project), f"{TASK_SK_PREFIX}{number:08d}")
 
 
 def decision_key(project: str, number: int) -> tuple[str, str]:
@@ -141,7 +144,7 @@ def stamp(at: datetime) -> str:
 
 def queued_task_id(key: IndexKey) -> str:
     """The task a queue entry stands for, from its table key (P#<project> / TASK#<n:08>)."""
-    return f"{key.pk.removeprefix('P#')}-{int(key.sk.removeprefix('TASK#'))}"
+    return f"{key.pk.removeprefix('P#')}-{int(key.sk.removeprefix(TASK_SK_PREFIX))}"
 
 
 def queued_band(key: IndexKey) -> str:
@@ -197,8 +200,8 @@ def _may_hold_model(annotation: Any) -> bool:
 @functools.cache
 def _plan(model: type[BaseModel]) -> _Plan:
     """Worked out once per class, not per field per write: a write dumps a task and its event,
-    and visiting every field of every nested record to find the ones that hold models cost ~5% of
-    a claim's CPU."""
+    and visiting every field of every nested record to find the ones that hold models on every
+    write would cost more than the write's own work."""
     fields = model.model_fields.items()
     rules = ((name, tuple(_unset(field, empty) for empty in _EMPTIES)) for name, field in fields)
     nested = tuple(name for name, field in fields if _may_hold_model(field.annotation))
@@ -306,7 +309,7 @@ def attestation_item(a: Attestation) -> Item:
 
 # A signed statement is stored with its payload as text, not as the envelope's base64: the
 # statement is JSON, which the DynamoDB adapter's zlib (store/body.py) shrinks to about a third,
-# while base64 hides its repetition (a run's envelope: ~3 KB stored as base64, ~1 KB as text).
+# while base64 hides its repetition.
 # Loading turns it back into the envelope, byte for byte: the signature is over those bytes.
 _ENVELOPE_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     Attestation: ("envelope",),

@@ -1,5 +1,5 @@
 """Which open tasks hold a test or command criterion: what create_task and update_task warn
-from (seed 001: a check that is on two open tasks can pass for only one of them, each being
+from (a check that is on two open tasks can pass for only one of them, each being
 verified on its own commit), read in O(the new task's criteria), not O(the project's tasks).
 
 Two kinds of items, in the project's partition:

@@ -20,6 +20,7 @@ from taskgate.domain.models import (
     Status,
     Task,
     VerificationRun,
+    check_max_attempts,
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, actor_id
@@ -35,8 +36,7 @@ from taskgate.store.port import Op as StoreOp
 from taskgate.store.schema import IndexName
 
 # Ready tasks a caller's next-task list is chosen from (keys only, so a wide window is cheap):
-# wide enough that agents asking at once rarely share a first choice (16 agents over 64 equal
-# tasks: ~14.3 distinct first choices).
+# wide enough that agents asking at once rarely share a first choice (domain/spread.py).
 SPREAD_WINDOW = 64
 
 
@@ -95,8 +95,7 @@ def create(
         raise invalid("title must not be empty")
     storable(title, "title")
     _check_priority(priority)
-    if max_attempts is not None and not 1 <= max_attempts <= 20:
-        raise invalid("max_attempts must be between 1 and 20")
+    check_max_attempts(max_attempts)
     spec_criteria = spec_criteria or []
     blocked_by = blocked_by or []
     request = requests.begin(
@@ -475,7 +474,9 @@ def list_tasks(
             IndexName.QUEUE, records.queue_pk(project, status), limit=limit, cursor=cursor
         )
     else:
-        page = ctx.store.query(records.project_pk(project), sk_prefix="TASK#", limit=limit, cursor=cursor)
+        page = ctx.store.query(
+            records.project_pk(project), sk_prefix=records.TASK_SK_PREFIX, limit=limit, cursor=cursor
+        )
     tasks = [records.load(Task, i) for i in page.items]
     if spec_id is not None:
         tasks = [t for t in tasks if t.spec_id == spec_id]

@@ -30,14 +30,13 @@ from taskgate.domain.models import (
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
-from taskgate.domain.text import plain
+from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.service import attestations, records
 from taskgate.service.context import SYSTEM, Context, chained, event, put_event, put_task
 from taskgate.service.transitions import move
 from taskgate.store.port import Put
 
 MAX_CHECKS = 50
-TAIL_CHARS = 4000
 RUN_GRACE_MINUTES = 30  # beyond the configured check timeouts, a run with no answer is abandoned
 
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain import dsse, statements
-from taskgate.domain.commit_ids import is_full
+from taskgate.domain.commit_ids import is_abbreviation, is_full
 from taskgate.signing.keys import PublicKey
-
-PREFIX_RE = re.compile(r"^[0-9a-f]{7,63}$")  # statements.COMMIT_PREFIX: the abbreviation submitted
 
 
 class Invalid(Exception):
@@ -53,7 +50,7 @@ def subject_commit(stmt: dict[str, Any], where: str) -> str:
                     f"{where}: subject digest gitCommit is not a full commit id (40 or 64 lowercase hex): {sha!r}"
                 )
             commits.add(sha)
-        elif isinstance(short, str) and PREFIX_RE.fullmatch(short):
+        elif isinstance(short, str) and is_abbreviation(short):
             commits.add(f"prefix:{short}")
         else:
             raise Invalid(f"{where}: the subject names no commit (no gitCommit digest): {digest!r}")

@@ -28,7 +28,7 @@ from taskgate.store.schema import COMPRESSED, DATA
 from taskgate.store.zdict import CURRENT, DICTIONARIES
 
 COMPRESS_FROM = 512  # bytes of JSON; below, compressing saves no write unit
-LEVEL = 9  # the bodies are small: the best ratio costs microseconds
+LEVEL = 9  # the bodies are small: the best ratio costs little
 
 
 def encode(body: str) -> tuple[str, dict[str, Any]]:

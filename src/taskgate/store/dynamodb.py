@@ -5,8 +5,8 @@ Storage format of an item: PK, SK (S), V (N, the version), the JSON body as D (S
 lease's end, only on items that have one) and, for each index the item is in, that index's key
 attributes (S). An item without an index's attributes is not in that sparse GSI.
 
-Writes follow DESIGN.md section 5: a commit of one Put or Delete is a single conditional
-PutItem / DeleteItem (a transaction costs twice the write units and about three times the
+Writes follow docs/architecture.md, "The store": a commit of one Put or Delete is a single
+conditional PutItem / DeleteItem (a transaction costs twice the write units and about three times the
 latency); several ops are one TransactWriteItems. botocore retries none of
 ConditionalCheckFailed, TransactionCanceled or TransactionConflict: a failed condition is an
 answer (ConflictError); a clash with another in-flight transaction is retried here with jitter.

@@ -39,7 +39,7 @@ class Item:
     def encoded(self) -> bytes:
         """The JSON body as stored, in UTF-8: encoded once, for the checks and the write.
 
-        pydantic_core encodes in one native call, ~4x faster than json.dumps, with the same text
+        pydantic_core encodes in one native call, faster than json.dumps, with the same text
         for what bodies hold (NaN and Infinity too, as json.dumps writes them; an exponent may
         read 1e-5 for 1e-05, the same number). Text that has no UTF-8 form (a lone surrogate,
         which JSON can smuggle in as an escape) raises Unencodable: no reader could ever
@@ -78,7 +78,7 @@ class Item:
 # Every op may also carry `alive_at` (a time as Item.expires holds it): the op's condition then
 # also requires the stored item's lease to run past that time (its expires is None, or later
 # than alive_at; equal is already lapsed). A lease is enforced inside the write this way, not
-# only by whoever read the item first (DESIGN.md section 5).
+# only by whoever read the item first (docs/architecture.md, "The store").
 
 
 @dataclass(frozen=True)
@@ -206,8 +206,8 @@ def must_not_wait() -> bool:
 
 class IndexKey(NamedTuple):
     """Where an item sits in an index: its table key and its index sort key (no body). A named
-    tuple: a next-task list reads 64 of these per call, and a tuple is built several times faster
-    than a frozen dataclass."""
+    tuple: a next-task list reads 64 of these per call, and a tuple is cheaper to build than a
+    frozen dataclass."""
 
     pk: str
     sk: str

@@ -130,7 +130,7 @@ class SQLiteStore:
 
         Switched only when it changes: commits under never_wait() run on the event loop's
         thread, and only there, so its connection stays at zero and the others at the timeout,
-        instead of each such commit switching it off and on again (two statements, ~15 us).
+        instead of each such commit switching it off and on again (two statements).
         Reads on a connection at zero do not fail for it: in WAL a reader takes no lock a
         writer holds, and every open connection holds the file shared, so no other can lock it
         exclusively. The one wait left to a reader is another connection rebuilding a broken

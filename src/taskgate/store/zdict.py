@@ -2,8 +2,8 @@
 
 A task's body is ~1-2 KB of JSON, a third of it field names and stock values that are the same
 in every task. zlib can start from a preset dictionary holding them, so each body pays for them
-once in the dictionary instead of once per item: a typical task at submit compresses to ~800
-bytes instead of ~1,000 (bench/cost.py's task), which keeps it inside one DynamoDB write unit
+once in the dictionary instead of once per item: a typical task at submit then compresses to
+under 1 KB (bench/cost.py prints it), which keeps it inside one DynamoDB write unit
 with the history chain's head in it.
 
 A stream compressed with a dictionary names it (its adler32, in the zlib header), and decoding

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -27,20 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
+from taskgate.domain.commit_ids import is_full, resolve_prefix
 from taskgate.domain.repos import is_remote
 from taskgate.verifier.process import redact, scrubbed_env
 
 GIT_TIMEOUT_S = 600.0
 DIFF_MAX_BYTES = 256 * 1024
 REVIEW_DEPTH = 200  # history fetched from a remote to find where a submission branched off
-_FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 # A local repository may belong to another user (the agent's, read by a root verifier): git
 # refuses such a repository unless told otherwise. Only read-only lookups and upload-pack run
 # there, none of which runs anything its config names.
 _TRUST_SOURCE = ("safe.directory=*",)
-# Objects looked at when an abbreviation names a ref (_commit_object): more than this sharing a
-# prefix is an abbreviation too short to name one commit, and is answered as none.
-_PREFIX_CANDIDATES = 8
 # Any commit of the local repository, reachable from a ref or not (a detached commit).
 _LOCAL_UPLOAD_PACK = (
     "--upload-pack=git -c 'safe.directory=*' -c uploadpack.allowAnySHA1InWant=true upload-pack"
@@ -256,29 +252,8 @@ class Checkout:
 
 def _commit_object(git: Git, source: Path, sha: str) -> str | None:
     """The full id of the one commit whose id starts with `sha` in a local repository; None when
-    there is none, or more than one.
-
-    `rev-parse <name>^{commit}` alone is not that: git reads a name as a ref before it reads it
-    as an abbreviated object id, so a branch or tag the agent names like its abbreviation
-    (`git branch 1a2b3c4d <other commit>`) would stand for another commit, and a name with no
-    commit behind it at all would be "there". What rev-parse finds is kept only when it is a
-    commit that starts with `sha`; otherwise the objects of that prefix are listed and the one
-    commit among them is taken."""
-    found = git(
-        "rev-parse", "--verify", "--quiet", f"{sha}^{{commit}}", cwd=source, ok=True, config=_TRUST_SOURCE
-    )  # fmt: skip
-    if found is not None and found.startswith(sha):
-        return found
-    listed = git("rev-parse", f"--disambiguate={sha}", cwd=source, ok=True, config=_TRUST_SOURCE) or ""
-    oids = listed.split()
-    if len(oids) > _PREFIX_CANDIDATES:
-        return None
-    commits = [
-        oid
-        for oid in oids
-        if git("cat-file", "-t", oid, cwd=source, ok=True, config=_TRUST_SOURCE) == "commit"
-    ]
-    return commits[0] if len(commits) == 1 else None
+    there is none, or more than one (domain.commit_ids.resolve_prefix says why it takes care)."""
+    return resolve_prefix(lambda *args: git(*args, cwd=source, ok=True, config=_TRUST_SOURCE), sha).commit
 
 
 @contextmanager
@@ -295,7 +270,7 @@ def checkout(
     source: Path | None = None
     try:
         if remote:
-            if not _FULL_SHA.match(sha):
+            if not is_full(sha):
                 raise CheckoutError(f"a remote fetch needs the full commit hash, not {sha!r}")
             origin, want = repo, sha
         else:

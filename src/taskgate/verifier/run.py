@@ -23,7 +23,7 @@ from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, Evid
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
-from taskgate.domain.text import clip_words, tail_lines
+from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
 from taskgate.verifier import process, reviewer, tools
@@ -31,7 +31,6 @@ from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, c
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
-TAIL_CHARS = 4000  # of each command's output sent to the server (it keeps as much)
 DETAIL_CHARS = 1000
 
 Progress = Callable[[str], None]

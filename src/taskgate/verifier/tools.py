@@ -13,106 +13,18 @@ verifier, after the run, finds no executable of that name on the PATH the comman
 with; and the output carries the shell's message naming it. Anything else stays the check's
 own exit code, decided as a failure.
 
-The shell grammar is read with `shlex` (punctuation mode splits `&&`, `|`, `;` and the like):
-enough to find command words in a check line; a line shlex cannot read names no tool.
+The command words come from domain.tooling.command_words, the reading the server checks the
+named tool against too.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 from collections.abc import Mapping
 
-NOT_RUNNABLE = (126, 127)  # POSIX: found but not executable; not found
-
-_SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "&", "(", ")", "|&", "{", "}", "!"})
-_REDIRECTS = re.compile(r"^[0-9]*(?:[<>]|>>|<<|<<-|>&|<&|&>|&>>|<>|>\|)$")
-_RESERVED = frozenset(
-    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "in"}
-)
-# What the shell runs itself: never looked up on PATH, so never the image's missing tool.
-_BUILTINS = frozenset(
-    {
-        ".",
-        ":",
-        "[",
-        "alias",
-        "bg",
-        "break",
-        "cd",
-        "continue",
-        "echo",
-        "eval",
-        "exit",
-        "export",
-        "false",
-        "fg",
-        "getopts",
-        "hash",
-        "jobs",
-        "kill",
-        "local",
-        "printf",
-        "pwd",
-        "read",
-        "readonly",
-        "return",
-        "set",
-        "shift",
-        "source",
-        "test",
-        "times",
-        "trap",
-        "true",
-        "type",
-        "ulimit",
-        "umask",
-        "unalias",
-        "unset",
-        "wait",
-    }
-)
-# Wrappers whose first operand is the command they run (`env FOO=1 npm test`, `exec node x`).
-_WRAPPERS = frozenset({"exec", "command", "env", "nohup", "nice", "time"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
-
-
-def command_words(command: str) -> list[str]:
-    """The bare names a shell would look up on PATH to run `command`, in order: the leading
-    word of each simple command (after assignments, redirections and wrappers), without
-    builtins, reserved words, paths or words built from expansions."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        tokens = list(lexer)
-    except ValueError:  # an unbalanced quote: no reading of it to trust
-        return []
-    words: list[str] = []
-    expecting, skip_target = True, False
-    for token in tokens:
-        if skip_target:
-            skip_target = False
-            continue
-        if token in _SEPARATORS:
-            expecting = True
-            continue
-        if _REDIRECTS.match(token):
-            skip_target = True
-            continue
-        if not expecting or token.isdigit():  # `2>log npm test`: the 2 belongs to the redirect
-            continue
-        if _ASSIGNMENT.match(token) or token in _RESERVED or token.startswith("-"):
-            continue  # still looking for this simple command's command word
-        if token in _WRAPPERS:
-            continue  # what it wraps is the command word
-        expecting = False
-        if token not in _BUILTINS and _NAME.match(token) and token not in words:
-            words.append(token)
-    return words
+from taskgate.domain.tooling import NOT_RUNNABLE, command_words
 
 
 def _shell_named(output: str, word: str) -> bool:

@@ -165,6 +165,9 @@ export function mountBoard(root, app) {
       col.section.hidden = Boolean(f.status) && f.status !== status;
       const list = byStatus.get(status).sort((a, b) => b.priority - a.priority || a.number - b.number);
       col.count.textContent = `(${list.length})`;
+      // An empty column shrinks to its heading, so the nine fit a 1,280 px window (unless it is
+      // the one column a status filter asked for).
+      col.section.classList.toggle("empty", list.length === 0 && !f.status);
       const wanted = [];
       for (const t of list) {
         seen.add(t.id);
