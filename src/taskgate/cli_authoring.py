@@ -1,5 +1,5 @@
 """The CLI's first steps on a project: write a spec and tasks, set the project's verification
-commands and conventions, and read a task whole (issue 18). Talks to REST like every command.
+commands and conventions, and read a task whole. Talks to REST like every command.
 
 None of these asks a person at the terminal: each does only what an agent key may do itself over
 MCP (create_spec, create_task, set_execution_defaults, get_task), so a terminal check would stop

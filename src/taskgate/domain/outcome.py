@@ -1,4 +1,4 @@
-"""The outcome rule: the server, not the verifier, decides a run (DESIGN.md section 4, seed 000).
+"""The outcome rule: the server, not the verifier, decides a run (docs/architecture.md, "Verification and the outcome rule").
 
 A run passes only if every check exited 0 and every criterion has positive evidence.
 Skipped, missing or ambiguous evidence is not a pass. A broken check (timeout, no report,

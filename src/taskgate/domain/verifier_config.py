@@ -1,4 +1,4 @@
-"""The verifier config: human-owned, the only source of commands a verifier runs (seed 000)."""
+"""The verifier config: human-owned, the only source of commands a verifier runs."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def _report_of(command: str) -> ReportSpec | None:
 
 
 def draft_from_commands(commands: list[str]) -> tuple[VerifierConfig, list[str]]:
-    """Seed 000's "Start from project commands": the project's verification commands (hints an
+    """The board's "Start from project commands": the project's verification commands (hints an
     agent may edit) copied into a draft config, for a human to review and save. Nothing runs a
     draft; the notes say what the human still has to decide."""
     notes = [

@@ -205,8 +205,8 @@ def close_abandoned(ctx: Context, projects: list[str]) -> list[str]:
 
 
 def end_runs_under(ctx: Context, credential_id: str, projects: list[str], reason: str) -> list[str]:
-    """End, as errors, the live runs started under a credential (its key was revoked: seed 000,
-    "runs under it end as errors"). Returns the task ids."""
+    """End, as errors, the live runs started under a credential (its key was revoked:
+    runs under a revoked key end as errors). Returns the task ids."""
 
     def why(_: Project, run: VerificationRun) -> str | None:
         return reason if run.credential_id == credential_id and run.status == "running" else None

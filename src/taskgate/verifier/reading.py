@@ -1,6 +1,6 @@
 """Reading a check's report from the checkout: only a regular file that resolves inside the
 checkout (no `..`, no absolute path, no symlink out), at most MAX_REPORT_BYTES, parsed by the
-domain's readers (JUnit XML through defusedxml, or seed 000's JSON).
+domain's readers (JUnit XML through defusedxml, or the simple JSON report format).
 
 The verifier may be root while the check ran as the check user, so the report must not become a
 way to read what the check user could not: a hardlink to a root-only file, a symlink swapped in

@@ -1,5 +1,5 @@
 """The reviewer's side of a run: a fixed prompt on stdin (the spec, the review criteria, the diff
-against the base branch), and its answer validated against seed 000's shape:
+against the base branch), and its answer validated against the reviewer's answer shape:
 `{"results":[{"criterion","result","rationale"}]}`. Anything else is an error of the run."""
 
 from __future__ import annotations
