@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskgate.client import ApiError, Client
+from taskgate.cli.client import ApiError, Client
 from taskgate.demo import material as m
 
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "taskgate-demo"

@@ -11,20 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _cli() -> Any:
-    from taskgate import cli  # the parser's module: its client and output helpers
-
-    return cli
+from taskgate.cli.output import client, emit
 
 
 def cmd_attest_key(args: argparse.Namespace) -> None:
-    key = _cli()._client(args).call("GET", "/api/attestations/key")
-    _cli()._emit(args, key, f"key id: {key['keyid']}\nscheme: {key['scheme']}\n{key['pem'].rstrip()}")
+    key = client(args).call("GET", "/api/attestations/key")
+    emit(args, key, f"key id: {key['keyid']}\nscheme: {key['scheme']}\n{key['pem'].rstrip()}")
 
 
 def cmd_attest_export(args: argparse.Namespace) -> None:
-    body = _cli()._client(args).call("GET", f"/api/tasks/{args.task}/attestations", as_text=True)
+    api = client(args)
+    body = api.call("GET", api.path("api", "tasks", args.task, "attestations"), as_text=True)
     sys.stdout.write(body)
 
 
@@ -44,9 +41,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         if args.key:
             key = PublicKey.from_pem(Path(args.key).read_bytes())
         else:
-            key = PublicKey.from_pem(
-                _cli()._client(args).call("GET", "/api/attestations/key")["pem"].encode()
-            )
+            key = PublicKey.from_pem(client(args).call("GET", "/api/attestations/key")["pem"].encode())
         lines = Path(args.file).read_text(encoding="utf-8").splitlines()
         done = bundle.verify(lines, key, commit)
     except (OSError, ValueError, bundle.Invalid) as exc:
@@ -64,7 +59,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         "commit": done.last_commit,
         "result": result,
     }
-    _cli()._emit(
+    emit(
         args,
         payload,
         f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
@@ -94,7 +89,8 @@ def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
+    api = client(args)
+    out = api.call("GET", api.path("api", "projects", args.project, "audit"))
     lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
         f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
@@ -111,7 +107,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         )
     else:
         summary += "every chain matches"
-    _cli()._emit(args, out, "\n".join([summary, *lines]))
+    emit(args, out, "\n".join([summary, *lines]))
     return 0 if out["ok"] else 1
 
 

@@ -17,7 +17,7 @@ This closes the easy path, not every path: a process of the same OS user can rea
 file and call the REST API itself, or fake a terminal (script(1), a pty of its own). Keeping
 agents from that is hard isolation: another OS user or a container, without the data dir.
 
-Every CLI command that writes as the human calls `require` (cli.py: `human_only`), naming what
+Every CLI command that writes as the human calls `require` (human.py marks it, main.py asks), naming what
 it does and what the person types to confirm it.
 """
 

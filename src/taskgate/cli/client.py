@@ -39,6 +39,12 @@ class Client:
         self.token = token
         self.timeout = timeout
 
+    @staticmethod
+    def path(*segments: str) -> str:
+        """An API path from its segments, each percent-encoded whole: an id holding '?', '#',
+        '/', a space or non-ASCII letters stays one segment and names what it names."""
+        return "".join("/" + urllib.parse.quote(s, safe="") for s in segments)
+
     def call(
         self,
         method: str,

@@ -1,0 +1,128 @@
+"""The `taskgate` parser, assembled from the command groups, and what every command shares when
+it runs: the person at the terminal first, then one clear line for any failure. Everything but
+`serve` and `demo` (which runs its own serve) talks to the REST API (local or cloud)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from taskgate import __version__
+from taskgate.cli import attest, board, keys, presence, projects, serving, specs, tasks, verification, verify
+from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError
+from taskgate.cli.files import InputError
+from taskgate.cli.human import Describe
+from taskgate.demo import tour as demo
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--server",
+        default=os.environ.get("TASKGATE_SERVER", DEFAULT_SERVER),
+        help="taskgate URL (env TASKGATE_SERVER; default %(default)s)",
+    )
+    common.add_argument(
+        "--token", default=None, help="bearer token (env TASKGATE_TOKEN; default: the local admin token)"
+    )
+    common.add_argument(
+        "--data-dir", default=None, help="local data dir holding admin-token (default ~/.taskgate)"
+    )
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = argparse.ArgumentParser(
+        prog="taskgate",
+        description="Task board and verification gate for AI coding agents.",
+        epilog="Commands that change something as the human (project create, key create and revoke, "
+        "task accept, reopen, cancel and resolve, verification on/off, verifier-config set, spec "
+        "approve) ask a person at the controlling terminal to confirm; without one they are refused "
+        "with E_HUMAN_PRESENCE (exit 3), so an agent in your shell cannot do them. Do them on the "
+        "board (`taskgate board`) or at your terminal. Reading (list, show, get, draft, board, "
+        "mcp-config) works anywhere. Your own scripts: see the README's Security model.",
+    )
+    p.add_argument("--version", action="version", version=f"taskgate {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    # The order here is the order `taskgate --help` lists the commands in.
+    serving.register(sub)
+    demo.register(sub)
+    board.register_board(sub, common)
+    projects.register(sub, common)
+    keys.register(sub, common)
+    board.register_mcp_config(sub, common)
+    tasks.register(sub, common)
+    verification.register_config(sub, common)
+    verify.register(sub)
+    verification.register_switch(sub, common)
+    specs.register(sub, common)
+    attest.register(sub, common)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up here, not at exit
+        return code
+    except BrokenPipeError:
+        # `taskgate board | head -1`: the reader left, which is no error of ours. Point stdout at
+        # /dev/null so the interpreter's last flush at exit has nothing to complain about.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline cut short
+
+
+def _hint_of(exc: ApiError, args: argparse.Namespace) -> str:
+    """What to do next: the server's hint, or ours when the server never answered or no token
+    was found to send."""
+    code = exc.body.get("code")
+    if code == "E_UNREACHABLE":
+        return (
+            f"is `taskgate serve` running at {args.server}? Start it, or point the CLI elsewhere "
+            "with --server URL or TASKGATE_SERVER."
+        )
+    if code == "E_UNAUTHORIZED" and not (getattr(args, "token", None) or os.environ.get("TASKGATE_TOKEN")):
+        where = Path(
+            getattr(args, "data_dir", None) or os.environ.get("TASKGATE_DATA_DIR") or DEFAULT_DATA_DIR
+        )
+        return (
+            f"the CLI sends TASKGATE_TOKEN, else the admin token in {where / 'admin-token'}: that file "
+            "belongs to the `taskgate serve` you reach (--data-dir, TASKGATE_DATA_DIR)"
+        )
+    return str(exc.body.get("hint") or "")
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        describe: Describe | None = getattr(args, "presence", None)
+        action = describe(args) if describe is not None else None
+        if action is not None:
+            explicit = bool(args.token or os.environ.get("TASKGATE_TOKEN"))
+            presence.require(action, scripted=args.yes, explicit_token=explicit)
+        code = args.func(args)
+    except presence.Refused as refused:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": refused.body()}))
+        else:
+            print(f"error {refused.code}: {refused.message}\nhint: {refused.hint}", file=sys.stderr)
+        return presence.EXIT_CODE
+    except InputError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}))
+        else:
+            print(f"error {exc.code}: {exc}\nnothing was sent", file=sys.stderr)
+        return 2
+    except ApiError as exc:
+        if getattr(args, "json", False):
+            print(json.dumps({"error": exc.body, "status": exc.status}))
+        else:
+            print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
+            hint = _hint_of(exc, args)
+            if hint:
+                print(f"hint: {hint}", file=sys.stderr)
+        return 1
+    return code if isinstance(code, int) else 0
