@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from taskgate.cli.output import client, emit
+from taskgate.cli.text import visible
+from taskgate.domain.principals import VIA_SAID, Via
 
 
 def cmd_attest_key(args: argparse.Namespace) -> None:
@@ -22,7 +24,9 @@ def cmd_attest_key(args: argparse.Namespace) -> None:
 def cmd_attest_export(args: argparse.Namespace) -> None:
     api = client(args)
     body = api.call("GET", api.path("api", "tasks", args.task, "attestations"), as_text=True)
-    sys.stdout.write(body)
+    # Redirected to a file the bundle goes out byte for byte (it is signed); on a terminal, any
+    # control character in it is shown as its escape.
+    sys.stdout.write(visible(body) if sys.stdout.isatty() else body)
 
 
 def cmd_attest_verify(args: argparse.Namespace) -> int:
@@ -48,7 +52,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"ok": False, "reason": str(exc)}))
         else:
-            print(f"FAILED: {exc}", file=sys.stderr)
+            print(visible(f"FAILED: {exc}"), file=sys.stderr)
         return 1
     kinds = [s["predicateType"].rsplit("/", 2)[-2] for s in done.statements]
     result, said = _last_result(done.statements[-1])
@@ -85,7 +89,17 @@ def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
         result = str(predicate.get("result"))
         return result, f"a {result} test result"
     levels = ", ".join(str(v) for v in predicate.get("verifiedLevels") or [])
-    return str(predicate.get("verificationResult")), f"an acceptance ({levels})"
+    return str(predicate.get("verificationResult")), f"an acceptance {_how(predicate)}({levels})"
+
+
+def _how(predicate: dict[str, Any]) -> str:
+    """How a signed acceptance says it was made ("" for one signed before it said so)."""
+    facts = predicate.get("taskgate") or {}
+    via = facts.get("acceptedVia")
+    if not isinstance(via, str) or via not in {v.value for v in Via}:
+        return ""
+    said = VIA_SAID[Via(via)] + (f" for {facts['onBehalfOf']}" if facts.get("onBehalfOf") else "")
+    return f"{said}{', in a batch' if facts.get('batch') else ''} "
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
@@ -98,6 +112,15 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         for u in out["unchained_tasks"]
     ]
     summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: "
+    made = out.get("acceptances") or {}
+    if made:
+        said = {
+            **{v.value: VIA_SAID[v] for v in Via},
+            "unrecorded": "how not recorded (accepted before it was)",
+        }
+        lines.insert(
+            0, "acceptances: " + ", ".join(f"{n} {said.get(via, via)}" for via, n in sorted(made.items()))
+        )
     if not out["ok"]:
         summary += "MISMATCH"
     elif out["unchained"]:

@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from taskgate.domain.principals import PRESENCE_HEADER, Via
+
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 DEFAULT_DATA_DIR = Path.home() / ".taskgate"
 
@@ -34,10 +36,13 @@ def resolve_token(explicit: str | None, data_dir: Path | None) -> str | None:
 
 
 class Client:
-    def __init__(self, server: str, token: str | None, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, server: str, token: str | None, *, timeout: float = 30.0, via: Via | None = None
+    ) -> None:
         self.server = server.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.via = via  # sent as PRESENCE_HEADER: a person confirmed at the terminal, or a script
 
     @staticmethod
     def path(*segments: str) -> str:
@@ -65,6 +70,8 @@ class Client:
             req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
+        if self.via is not None:
+            req.add_header(PRESENCE_HEADER, self.via.value)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 body_bytes = resp.read()

@@ -16,6 +16,7 @@ from taskgate.cli import attest, board, keys, presence, projects, serving, specs
 from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError
 from taskgate.cli.files import InputError
 from taskgate.cli.human import Describe
+from taskgate.cli.text import visible
 from taskgate.demo import tour as demo
 
 
@@ -102,27 +103,28 @@ def _main(argv: Sequence[str] | None) -> int:
         action = describe(args) if describe is not None else None
         if action is not None:
             explicit = bool(args.token or os.environ.get("TASKGATE_TOKEN"))
-            presence.require(action, scripted=args.yes, explicit_token=explicit)
+            args.via = presence.require(action, scripted=args.yes, explicit_token=explicit)
         code = args.func(args)
     except presence.Refused as refused:
         if getattr(args, "json", False):
             print(json.dumps({"error": refused.body()}))
         else:
-            print(f"error {refused.code}: {refused.message}\nhint: {refused.hint}", file=sys.stderr)
+            print(visible(f"error {refused.code}: {refused.message}\nhint: {refused.hint}"), file=sys.stderr)
         return presence.EXIT_CODE
     except InputError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": {"code": exc.code, "message": str(exc)}}))
         else:
-            print(f"error {exc.code}: {exc}\nnothing was sent", file=sys.stderr)
+            print(visible(f"error {exc.code}: {exc}\nnothing was sent"), file=sys.stderr)
         return 2
     except ApiError as exc:
         if getattr(args, "json", False):
             print(json.dumps({"error": exc.body, "status": exc.status}))
         else:
-            print(f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}", file=sys.stderr)
+            said = f"error {exc.body.get('code', exc.status)}: {exc.body.get('message', '')}"
+            print(visible(said), file=sys.stderr)  # the message may quote what an agent wrote
             hint = _hint_of(exc, args)
             if hint:
-                print(f"hint: {hint}", file=sys.stderr)
+                print(visible(f"hint: {hint}"), file=sys.stderr)
         return 1
     return code if isinstance(code, int) else 0

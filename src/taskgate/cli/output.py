@@ -9,21 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from taskgate.cli.client import Client, resolve_token
+from taskgate.cli.text import visible
 
 Command = Callable[[argparse.Namespace], "int | None"]
 
 
 def client(args: argparse.Namespace) -> Client:
     data_dir = Path(args.data_dir) if getattr(args, "data_dir", None) else None
-    return Client(args.server, resolve_token(args.token, data_dir))
+    # A human-only command says how its person was present (main.py asked); others say nothing.
+    return Client(args.server, resolve_token(args.token, data_dir), via=getattr(args, "via", None))
 
 
 def emit(args: argparse.Namespace, payload: Any, text: str) -> None:
-    """One JSON object with --json, else the text."""
+    """One JSON object with --json (JSON escapes control characters), else the text with any
+    control character in it (stored text an agent wrote) made visible."""
     if args.json:
         print(json.dumps(payload, indent=None, sort_keys=True))
     else:
-        print(text)
+        print(visible(text))
 
 
 def authored(cmd: Callable[[argparse.Namespace, Client], tuple[Any, str]]) -> Command:

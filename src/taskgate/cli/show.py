@@ -4,6 +4,56 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskgate.domain.brief import CHECK_OUTPUT_CHARS, ITEM_TEXT_CHARS
+from taskgate.domain.principals import VIA_SAID, Via
+from taskgate.domain.text import tail_lines
+
+INDENT = "        "
+
+
+def _indented(text: str) -> list[str]:
+    return [f"{INDENT}{line}".rstrip() for line in text.splitlines()]
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= ITEM_TEXT_CHARS else text[: ITEM_TEXT_CHARS - 1].rstrip() + "…"
+
+
+def finding_lines(f: dict[str, Any]) -> list[str]:
+    """A finding as the brief and the board give it: each failing criterion with its failing
+    tests' own messages, then each failing check with the end of its output (the brief's
+    limits); a human's findings (and a verifier's from before they were structured) as written."""
+    out = [f"  attempt {f.get('attempt')}, {f['source']} {f['by']}: {f['summary']}"]
+    criteria, checks = f.get("criteria") or [], f.get("checks") or []
+    if not criteria and not checks:
+        return out + [f"    - {d}" for d in f.get("details") or []]
+    for c in criteria:
+        result = "spec error" if c.get("spec_error") else c.get("result")
+        out.append(f"    - {c['id']} {result}" + (f": {c['detail']}" if c.get("detail") else ""))
+        for t in c.get("tests") or []:
+            out.append(f"      test {t['name']}" + (":" if t.get("message") else ""))
+            out += _indented(_clip(t.get("message") or ""))
+    for k in checks:
+        output = tail_lines(k.get("output_end") or "", CHECK_OUTPUT_CHARS)
+        out.append(
+            f"    - check {k['name']} exited {k.get('exit_code')}" + ("; its output ends:" if output else "")
+        )
+        out += _indented(output)
+    return out
+
+
+def how_accepted(event: dict[str, Any]) -> str:
+    """For an acceptance in the history: how it was made (Via), and whether in a batch."""
+    if event.get("action") != "accept":
+        return ""
+    detail = event.get("detail") or {}
+    via = detail.get("via")
+    known = {v.value for v in Via}
+    said = VIA_SAID[Via(via)] if isinstance(via, str) and via in known else "how: not recorded"
+    if via == Via.DELEGATED and event.get("on_behalf_of"):
+        said += f" for {event['on_behalf_of']}"
+    return f"  ({said}{', in a batch' if detail.get('batch') else ''})"
+
 
 def _evidence_line(ev: dict[str, Any]) -> str:
     detail = (ev.get("detail") or ev.get("rationale") or "").strip().splitlines()
@@ -46,8 +96,7 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
     if t.get("findings"):
         out.append("findings:")
         for f in t["findings"]:
-            out.append(f"  attempt {f.get('attempt')}, {f['source']} {f['by']}: {f['summary']}")
-            out += [f"    - {d}" for d in f.get("details") or []]
+            out += finding_lines(f)
     if runs:
         out.append("verification runs:")
         for r in runs:
@@ -65,6 +114,7 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
     out.append("history:")
     out += [
         f"  {e['at']}  {e['action']}  {e.get('from_status') or ''} -> {e.get('to_status') or ''}  {e['actor']}"
+        + how_accepted(e)
         for e in detail.get("history", [])
     ]
     return "\n".join(out)

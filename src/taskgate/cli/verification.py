@@ -12,6 +12,7 @@ from typing import Any
 from taskgate.cli import presence
 from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import client, emit
+from taskgate.cli.text import visible
 
 
 def cmd_verification(args: argparse.Namespace) -> None:
@@ -33,7 +34,7 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
         # and its notes on stderr, so stdout stays valid JSON.
         draft = api.call("GET", f"{path}/draft")
         for note in draft["notes"]:
-            print(f"note: {note}", file=sys.stderr)
+            print(visible(f"note: {note}"), file=sys.stderr)
         print(json.dumps(draft if args.json else draft["config"], indent=2))
         return
     else:
