@@ -48,7 +48,9 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
             key = PublicKey.from_pem(client(args).call("GET", "/api/attestations/key")["pem"].encode())
         lines = Path(args.file).read_text(encoding="utf-8").splitlines()
         done = bundle.verify(lines, key, commit)
-    except (OSError, ValueError, bundle.Invalid) as exc:
+    except (OSError, ValueError, RecursionError, bundle.Invalid) as exc:
+        if isinstance(exc, RecursionError):
+            exc = ValueError(f"{args.file}: a line is nested too deeply to be a statement")
         if args.json:
             print(json.dumps({"ok": False, "reason": str(exc)}))
         else:

@@ -5,6 +5,7 @@ Stdlib urllib on purpose: the CLI makes a handful of JSON calls and should start
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import urllib.error
@@ -32,7 +33,18 @@ def resolve_token(explicit: str | None, data_dir: Path | None) -> str | None:
     if os.environ.get("TASKGATE_TOKEN"):
         return os.environ["TASKGATE_TOKEN"]
     path = (data_dir or Path(os.environ.get("TASKGATE_DATA_DIR", DEFAULT_DATA_DIR))) / "admin-token"
-    return path.read_text().strip() if path.is_file() else None
+    try:
+        return path.read_text().strip() if path.is_file() else None
+    except OSError as exc:  # the data dir (0700) or the token (0600) is another user's
+        raise ApiError(
+            0,
+            {
+                "code": "E_NO_TOKEN",
+                "message": f"cannot read the admin token {path}: {exc.strerror or exc}",
+                "hint": "the data dir belongs to the user who runs `taskgate serve`: run the CLI as that "
+                "user, or give a token with --token or TASKGATE_TOKEN",
+            },
+        ) from None
 
 
 class Client:
@@ -85,9 +97,39 @@ class Client:
                 exc.code, payload if isinstance(payload, dict) else {"message": str(payload)}
             ) from exc
         except urllib.error.URLError as exc:
+            if data is not None and isinstance(exc.reason, (ConnectionResetError, BrokenPipeError)):
+                raise _cut_off(self.server, len(data)) from None
             raise ApiError(
                 0, {"code": "E_UNREACHABLE", "message": f"cannot reach {self.server}: {exc.reason}"}
-            ) from exc
+            ) from None
+        except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as exc:
+            if data is not None:
+                raise _cut_off(self.server, len(data)) from None
+            raise ApiError(
+                0, {"code": "E_UNREACHABLE", "message": f"{self.server} closed the connection: {exc}"}
+            ) from None
+        except (TimeoutError, OSError) as exc:
+            raise ApiError(
+                0, {"code": "E_UNREACHABLE", "message": f"no answer from {self.server}: {exc}"}
+            ) from None
         if as_text:
-            return body_bytes.decode("utf-8")
-        return json.loads(body_bytes) if body_bytes else None
+            return body_bytes.decode("utf-8", "replace")
+        try:
+            return json.loads(body_bytes) if body_bytes else None
+        except (ValueError, RecursionError):
+            raise ApiError(
+                0, {"code": "E_BAD_ANSWER", "message": f"{self.server} answered {method} {path} with no JSON"}
+            ) from None
+
+
+def _cut_off(server: str, size: int) -> ApiError:
+    """The server closed the connection while the request body was still going out: what a
+    server does to a body over its limit, before the client could read why."""
+    return ApiError(
+        0,
+        {
+            "code": "E_CONNECTION_CLOSED",
+            "message": f"{server} closed the connection while the CLI sent a {size}-byte request body",
+            "hint": "a body that large is likely over the server's request size limit: make the file smaller",
+        },
+    )

@@ -29,12 +29,19 @@ def read(path: str) -> str:
         raise InputError(f"cannot read {path}: {exc}") from None
 
 
-def _json(text: str, source: str, shape: type, wrong: str) -> Any:
-    """`text` parsed as JSON of `shape` (dict or list), else InputError naming `source`."""
+def parse_json(text: str, source: str) -> Any:
+    """`text` as JSON, else InputError naming `source` (nesting too deep for the parser too)."""
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise InputError(f"{source}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{source}: not valid JSON: nested too deeply") from None
+
+
+def _json(text: str, source: str, shape: type, wrong: str) -> Any:
+    """`text` parsed as JSON of `shape` (dict or list), else InputError naming `source`."""
+    value = parse_json(text, source)
     if not isinstance(value, shape):
         raise InputError(f"{source}: {wrong}")
     return value
@@ -50,6 +57,8 @@ def spec_body(text: str, source: str) -> dict[str, Any]:
         spec = parse_spec_markdown(text)
     except TaskgateError as exc:
         raise InputError(f"{source}: {exc.message}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
     return {
         "title": spec.title,
         "body": spec.body,
@@ -68,6 +77,8 @@ def criteria_body(text: str, source: str) -> list[dict[str, Any]]:
         return [c.model_dump(mode="json", exclude_none=True) for c in parse_criteria(lines)]
     except TaskgateError as exc:
         raise InputError(f"{source}: {exc.message}") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
 
 
 # scheme://..., user@host:path, or host.name:path (git's scp-like syntax)

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from taskgate import __version__
 from taskgate.cli import attest, board, keys, presence, projects, serving, specs, tasks, verification, verify
-from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError
+from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, resolve_token
 from taskgate.cli.files import InputError
 from taskgate.cli.human import Describe
 from taskgate.cli.text import visible
 from taskgate.demo import tour as demo
+
+UNEXPECTED = "E_CLI"  # a failure of the CLI itself (a bug, a file it cannot write), not a refusal
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,9 +101,31 @@ def _hint_of(exc: ApiError, args: argparse.Namespace) -> str:
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print("taskgate: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports it
+    except BrokenPipeError:
+        raise  # main() ends a pipeline cut short quietly
+    except Exception as exc:  # one line and an exit code, never a traceback
+        if os.environ.get("TASKGATE_DEBUG"):
+            raise
+        said = f"taskgate {args.command} failed: {type(exc).__name__}: {exc}"
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"code": UNEXPECTED, "message": said}}))
+        else:
+            print(visible(f"error {UNEXPECTED}: {said}"), file=sys.stderr)
+            print("hint: TASKGATE_DEBUG=1 shows where", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         describe: Describe | None = getattr(args, "presence", None)
         action = describe(args) if describe is not None else None
         if action is not None:
+            # A token that cannot be read fails before the person is asked anything.
+            resolve_token(args.token, Path(args.data_dir) if args.data_dir else None)
             explicit = bool(args.token or os.environ.get("TASKGATE_TOKEN"))
             args.via = presence.require(action, scripted=args.yes, explicit_token=explicit)
         code = args.func(args)

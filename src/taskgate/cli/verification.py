@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from taskgate.cli import presence
+from taskgate.cli.files import parse_json, read
 from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import client, emit
 from taskgate.cli.text import visible
@@ -27,7 +27,7 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
     api = client(args)
     path = api.path("api", "projects", args.project, "verifier-config")
     if args.action == "set":
-        config = json.loads(Path(args.file).read_text() if args.file != "-" else sys.stdin.read())
+        config = parse_json(read(args.file), args.file if args.file != "-" else "stdin")
         out = api.call("PUT", path, config)
     elif args.action == "draft":
         # Start from project commands: print the draft config (pipe it to a file, review, `set` it)
