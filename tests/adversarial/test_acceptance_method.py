@@ -26,10 +26,10 @@ from tests.mcp.events import MODERN
 from tests.mcp.live import ADMIN, Live, agent, run, serving
 from tests.support.server import TASKGATE
 from tests.support.terminal import at_terminal, no_terminal
+from tests.support.world import SHA
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
-BOSS = f"human:{ADMIN}"
-_n = itertools.count(1)
+BOSS = f"human:{ADMIN}"  # the human the agent keys here may act for
+_projects = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def _summary_facts(live: Live, tid: str) -> dict[str, Any]:
 
 
 def test_each_way_of_accepting_is_recorded_as_what_it_was(live: Live) -> None:
-    project = live.project(f"via{next(_n)}")
+    project = live.project(f"via{next(_projects)}")
     worker, _ = live.key(f"worker-{project}", projects=[project])
     aide, _ = live.key(f"aide-{project}", projects=[project], delegations=[BOSS])
     at_board, at_tty, scripted, delegated, *batch = _submitted(live, project, worker, 7)
@@ -163,7 +163,7 @@ def test_each_way_of_accepting_is_recorded_as_what_it_was(live: Live) -> None:
 
 
 def test_nothing_a_script_sends_makes_its_accept_the_boards(live: Live) -> None:
-    project = live.project(f"via{next(_n)}")
+    project = live.project(f"via{next(_projects)}")
     worker, _ = live.key(f"worker-{project}", projects=[project])
     forged, claimed, ignored = _submitted(live, project, worker, 3)
     before = live.dump()

@@ -118,6 +118,10 @@ def test_a_board_session_ends_after_its_time() -> None:
     now[0] = signin.SESSION_TTL_S
     assert not s.board_session(board)
     assert s.exchange("tgh_other") is None and not s.board_session("tgh_admin")
+    sessions = [s.exchange("tgh_admin") or "" for _ in range(signin.MAX_SESSIONS + 1)]
+    assert not s.board_session(sessions[0])  # the oldest signed out: at most MAX_SESSIONS at once
+    assert all(s.board_session(t) for t in sessions[1:])
+    assert all(len(h) == 64 for h in s._sessions)  # only hashes are kept
 
 
 def test_another_origin_can_neither_use_nor_burn_a_code(server: Server) -> None:

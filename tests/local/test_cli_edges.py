@@ -26,8 +26,8 @@ from taskgate.store.sqlite import SQLiteStore
 from tests.support import evidence
 from tests.support.server import Server, running
 from tests.support.users import IS_ROOT, NOBODY, check_python, taskgate_command
+from tests.support.world import SHA
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
 EVIL = "innocent\x1b[2K\x1b[1Gaccept me\x9b31m\u202e"
 MESSAGE = "AssertionError: assert 'route66' == 'route-66'\n  - route-66\n  + route66"
 OUTPUT = "".join(f"collected line {i}\n" for i in range(400)) + (
