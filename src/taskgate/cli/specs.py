@@ -1,4 +1,8 @@
-"""`taskgate spec ...`: create a draft, export it into a repository, approve it (the human's)."""
+"""`taskgate spec ...`: create a draft, export it into a repository, approve it (the human's).
+
+`spec create`, like `task create` and `project defaults`, asks no person at the terminal: it
+does only what an agent key may do itself over MCP, so a terminal check would stop nothing. What
+makes a spec count, approving it, is the human's (human.py)."""
 
 from __future__ import annotations
 
