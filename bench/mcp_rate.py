@@ -253,7 +253,7 @@ def main() -> None:
         run_bare(args.bare_server, args.direct)
         return
 
-    from taskgate.client import Client
+    from taskgate.cli.client import Client
 
     procs: list[subprocess.Popen[bytes]] = []
     try:

@@ -371,7 +371,7 @@ def test_help_says_which_commands_need_a_person_at_the_terminal() -> None:
     import io
     import subprocess
 
-    from taskgate.cli import build_parser
+    from taskgate.cli.main import build_parser
 
     r = subprocess.run([TASKGATE, "--help"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0

@@ -33,6 +33,13 @@ def escalated(site: Site, project: str, title: str) -> str:
     return tid
 
 
+def _accepted_via(site: Site, tid: str) -> dict[str, object]:
+    """How the task's acceptance is recorded in its history (the event's via and batch)."""
+    history = site.rest("GET", f"/api/tasks/{tid}").json()["history"]
+    detail = next(e for e in history if e["action"] == "accept")["detail"]
+    return {k: v for k, v in detail.items() if k in ("via", "batch")}
+
+
 def test_a_medium_risk_task_is_accepted_on_its_own(page: Page, site: Site, project: str) -> None:
     tid = submitted(site, project, "Add /healthz", risk="medium")
     sign_in(page, site, f"?project={project}&task={tid}")
@@ -42,6 +49,7 @@ def test_a_medium_risk_task_is_accepted_on_its_own(page: Page, site: Site, proje
     expect(dialog(page)).to_have_count(0)
     expect(page.get_by_role("status").filter(has_text=f"{tid} accepted.")).to_be_visible()
     assert site.status(tid) == "done"
+    assert _accepted_via(site, tid) == {"via": "board"}  # the board's session, so the board's
     expect(page.locator(f'section[data-status="done"] li.card[data-task="{tid}"]')).to_be_visible()
 
 
@@ -60,6 +68,7 @@ def test_low_risk_tasks_are_accepted_in_a_batch(page: Page, site: Site, project:
     dialog(page).get_by_role("button", name="Accept all selected").click()
     expect(page.get_by_role("status").filter(has_text=f"Accepted: {low[0]}, {low[1]}.")).to_be_visible()
     assert [site.status(t) for t in low] == ["done", "done"]
+    assert [_accepted_via(site, t) for t in low] == [{"via": "board", "batch": True}] * 2
     assert site.status(medium) == "needs_verification"
     expect(page.get_by_role("button", name="Accept selected (0)")).to_be_disabled()
 

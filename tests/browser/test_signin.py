@@ -28,7 +28,9 @@ def test_the_banner_link_signs_in_once_and_leaves_no_trace_in_the_url(
     page.goto(link)
     expect(page.locator(".who strong")).to_have_text("human:alice")
     assert "#" not in page.url and "sign-in" not in page.url
-    assert page.evaluate(SESSION) == {"token": site.token}
+    # a board session the link's code was redeemed for, never the admin token itself
+    held = page.evaluate(SESSION)
+    assert set(held) == {"token"} and held["token"].startswith("tgb_") and held["token"] != site.token
 
     other = browser.new_context()
     guard = Guard(other, site.url)
@@ -71,6 +73,9 @@ def test_signing_out_ends_the_session_and_the_token_can_be_pasted(
     page.get_by_label("Admin token").fill(site.token)
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator(".who strong")).to_have_text("human:alice")
+    # the pasted token was exchanged: the tab holds a board session, not the admin token
+    held = page.evaluate(SESSION)["token"]
+    assert held.startswith("tgb_") and held != site.token, held
 
 
 def test_an_ended_session_goes_back_to_sign_in(page: Page, guard: Guard, site: Site, project: str) -> None:

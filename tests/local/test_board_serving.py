@@ -72,8 +72,15 @@ def test_no_file_of_the_board_names_another_origin() -> None:
 def test_a_code_signs_in_once(server: Server) -> None:
     code = _code(server)
     r = httpx2.post(f"{server.url}/local/sign-in", json={"code": code})
-    assert r.status_code == 200 and r.json() == {"token": server.admin_token}
-    assert r.headers["cache-control"] == "no-store"
+    assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
+    board = r.json()["token"]
+    # A board session, not the admin token: the API takes it as the admin ...
+    assert board.startswith(signin.SESSION_PREFIX) and board != server.admin_token
+    me = httpx2.get(f"{server.url}/api/me", headers={"Authorization": f"Bearer {board}"})
+    assert me.status_code == 200 and me.json()["actor"] == "human:admin", me.text
+    # ... but it mints no sign-in links
+    link = httpx2.post(f"{server.url}/local/sign-in-link", headers={"Authorization": f"Bearer {board}"})
+    assert link.status_code == 401
     again = httpx2.post(f"{server.url}/local/sign-in", json={"code": code})
     assert again.status_code == 401 and again.json()["code"] == "E_UNAUTHORIZED"
     assert again.json()["message"] == signin.USED  # what the page shows
@@ -84,6 +91,37 @@ def test_a_code_signs_in_once(server: Server) -> None:
         assert httpx2.post(f"{server.url}/local/sign-in", json=body).status_code == 401
     assert httpx2.post(f"{server.url}/local/sign-in", content=b"{not json").status_code == 401
     assert httpx2.get(f"{server.url}/local/sign-in").status_code == 405
+
+
+def test_the_pasted_admin_token_becomes_a_board_session_and_nothing_else_does(server: Server) -> None:
+    r = httpx2.post(f"{server.url}/local/sign-in", json={"admin_token": f" {server.admin_token}\n"})
+    assert r.status_code == 200
+    board = r.json()["token"]
+    assert board.startswith(signin.SESSION_PREFIX)
+    me = httpx2.get(f"{server.url}/api/me", headers={"Authorization": f"Bearer {board}"})
+    assert me.status_code == 200, me.text
+    for wrong in ("tgh_wrong", board, ""):
+        refused = httpx2.post(f"{server.url}/local/sign-in", json={"admin_token": wrong})
+        assert refused.status_code == 401 and "token" not in refused.json()
+    # a board session the server never issued is no credential
+    fake = signin.SESSION_PREFIX + "x" * 43
+    assert httpx2.get(f"{server.url}/api/me", headers={"Authorization": f"Bearer {fake}"}).status_code == 401
+
+
+def test_a_board_session_ends_after_its_time() -> None:
+    now = [0.0]
+    s = SignIn("tgh_admin", clock=lambda: now[0])
+    board = s.exchange("tgh_admin")
+    assert board is not None and s.board_session(board)
+    now[0] = signin.SESSION_TTL_S - 1
+    assert s.board_session(board)
+    now[0] = signin.SESSION_TTL_S
+    assert not s.board_session(board)
+    assert s.exchange("tgh_other") is None and not s.board_session("tgh_admin")
+    sessions = [s.exchange("tgh_admin") or "" for _ in range(signin.MAX_SESSIONS + 1)]
+    assert not s.board_session(sessions[0])  # the oldest signed out: at most MAX_SESSIONS at once
+    assert all(s.board_session(t) for t in sessions[1:])
+    assert all(len(h) == 64 for h in s._sessions)  # only hashes are kept
 
 
 def test_another_origin_can_neither_use_nor_burn_a_code(server: Server) -> None:
@@ -107,13 +145,15 @@ def test_codes_expire_and_the_oldest_make_room() -> None:
     s = SignIn("tgh_token", clock=lambda: now[0])
     code = s.mint()
     now[0] += CODE_TTL_S - 1
-    assert s.redeem(code) == "tgh_token"
+    board = s.redeem(code)
+    assert board is not None and s.board_session(board)
     late = s.mint()
     now[0] += CODE_TTL_S
     assert s.redeem(late) is None
     codes = [s.mint() for _ in range(MAX_LIVE_CODES + 1)]
     assert s.redeem(codes[0]) is None  # evicted: at most MAX_LIVE_CODES live at once
-    assert s.redeem(codes[-1]) == "tgh_token"
+    last = s.redeem(codes[-1])
+    assert last is not None and s.board_session(last)
     assert len(s._codes) == MAX_LIVE_CODES - 1
     assert all(len(h) == 64 for h in s._codes)  # only hashes are kept
     assert signin.SignIn("tgh_token").is_admin("tgh_token") and not s.is_admin("tgh_other")
@@ -123,7 +163,7 @@ def test_a_link_that_does_not_sign_in_says_why() -> None:
     now = [1000.0]
     s = SignIn("tgh_token", clock=lambda: now[0])
     used, late, never = s.mint(), s.mint(), "x" * 32
-    assert s.redeem(used) == "tgh_token"
+    assert s.redeem(used) is not None
     assert s.redeem(used) is None and s.why_not(used) == signin.USED
     now[0] += CODE_TTL_S
     assert s.redeem(late) is None and s.why_not(late) == signin.EXPIRED

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from taskgate.demo.tour import NO_WAIT
 from tests.support.server import TASKGATE
 from tests.support.users import shared_tmp
 
@@ -113,3 +114,18 @@ def test_clean_removes_only_a_directory_the_demo_made(where: Path) -> None:
     done = demo("--dir", str(mine), "--clean")
     assert done.returncode == 1 and "not made by `taskgate demo`" in done.stderr
     assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_without_a_terminal_the_demo_says_its_board_stops_now(where: Path) -> None:
+    root = where / "demo"
+    done = demo("--dir", str(root))
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    said = done.stdout
+    link = next(line for line in said.splitlines() if "/#sign-in=" in line)
+    assert said.index(NO_WAIT) > said.index(link)  # said right after the links it makes dead
+    assert f"taskgate demo --keep --dir {root}" in said
+    assert f"removed {root} and stopped its server" in said
+    assert not root.exists()
+    server = link.split()[-1].split("/#sign-in=")[0]
+    with pytest.raises(OSError):  # the server is gone, as the line said
+        get(server, "tgh_x", "/api/health")

@@ -89,12 +89,17 @@ def where() -> Iterator[Path]:
 
 
 def phase(script: str, env: dict[str, str], cwd: Path, state: Path, *, resume: bool) -> Any:
-    """Run README blocks in one bash at a terminal; keep the exported variables and the
-    directory it ended in for the next phase."""
+    """Run README blocks in one bash at a terminal. Resumed, it is another terminal (the README
+    runs the verifier "in a terminal of its own"): `taskgate` on its PATH and in the directory
+    the last one ended in, but with none of the TASKGATE_ variables that one exported (the test
+    gives TASKGATE_SERVER to both)."""
     head = "set -eo pipefail\n"
     if resume:
-        head += f'source "{state}/env"\ncd "$(cat "{state}/cwd")"\n'
-    tail = f'\nexport -p | grep -v "^declare -[a-z]*r" > "{state}/env"\npwd > "{state}/cwd"\n'
+        head += f'source "{state}/terminal-env"\ncd "$(cat "{state}/cwd")"\n'
+    tail = (
+        f'\nexport -p | grep -v "^declare -[a-z]*r" > "{state}/env"\n'
+        f'grep -v "^declare -x TASKGATE_" "{state}/env" > "{state}/terminal-env"\npwd > "{state}/cwd"\n'
+    )
     done = confirming_each(["/bin/bash", "-c", head + script + tail], env, cwd=str(cwd), timeout=300)
     assert done.returncode == 0, (
         done.returncode,

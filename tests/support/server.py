@@ -86,7 +86,7 @@ class Server:
 
     def script(self, *args: str) -> subprocess.CompletedProcess[str]:
         """A human-only command as a script of the human's own runs it: the admin token given
-        explicitly (TASKGATE_TOKEN) and --yes (src/taskgate/presence.py), no terminal."""
+        explicitly (TASKGATE_TOKEN) and --yes (src/taskgate/cli/presence.py), no terminal."""
         return self.cli(*args, "--yes", token=self.admin_token)
 
     def stop(self, sig: int = signal.SIGTERM) -> str:

@@ -1,8 +1,8 @@
 // Signing in. The same files serve two shapes:
-//  - local (`taskgate serve`, config.json absent or {"auth": "local"}): the admin token, got by
-//    redeeming the one-time code of the link `taskgate serve` / `taskgate board` prints (it sits
-//    in the URL fragment, which is never sent to a server; it is stripped from the address bar
-//    before anything else runs), or pasted by hand;
+//  - local (`taskgate serve`, config.json absent or {"auth": "local"}): a board session token,
+//    got by redeeming the one-time code of the link `taskgate serve` / `taskgate board` prints
+//    (it sits in the URL fragment, which is never sent to a server; it is stripped from the
+//    address bar before anything else runs), or for the admin token pasted by hand;
 //  - cognito ({"auth": "cognito", ...} written by the stack): the hosted UI with the
 //    authorization code flow and PKCE, refreshed before expiry, signed out at /logout.
 // The session lives in sessionStorage: this tab only, gone when it closes.
@@ -65,8 +65,20 @@ export class LocalAuth {
     return s ? s.token : null;
   }
 
-  useToken(token) {
-    save(SESSION, { token: token.trim() });
+  // The pasted admin token is exchanged for a board session, as a sign-in link's code is: the
+  // server then knows what this tab does comes from the board. False when it was refused.
+  async useToken(token) {
+    const res = await fetch("/local/sign-in", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ admin_token: token.trim() }),
+      cache: "no-store",
+      credentials: "omit",
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok || !body.token) return false;
+    save(SESSION, { token: body.token });
+    return true;
   }
 
   async refresh() {

@@ -90,8 +90,7 @@ function signInScreen(error) {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     if (!form.reportValidity()) return;
-    auth.useToken(token.value);
-    const ok = await enter();
+    const ok = (await auth.useToken(token.value)) && (await enter());
     if (!ok) {
       auth.signOut();
       replace(problem, h("p", { role: "alert", class: "refusal" }, "That token was not accepted."));

@@ -9,6 +9,7 @@ reachable without a credential, and a refused caller learns nothing about reques
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import threading
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from taskgate.api.app import APP
 from taskgate.api.errors import JSON, proxy_response, refusal, status_and_body
 from taskgate.auth.resolve import principal
 from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
-from taskgate.domain.principals import Principal
+from taskgate.domain.principals import PRESENCE_HEADER, Principal, PrincipalKind, Via, via_claimed
 
 log = logging.getLogger("taskgate.api")
 
@@ -66,16 +67,34 @@ def _is_json(content_type: str | None) -> bool:
     return media in ("", "application/json")
 
 
+def _board_session(event: Mapping[str, Any]) -> bool:
+    """`taskgate serve`'s mark of a request made with a token its board sign-in issued
+    (local/gateway.py sets it; it builds this part of the event itself, from no request field)."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    local = authorizer.get("local") if isinstance(authorizer, Mapping) else None
+    return isinstance(local, Mapping) and local.get("board") is True
+
+
 def _authenticate(event: Mapping[str, Any]) -> Principal:
     ctx = runtime.context()  # first: it (re)reads the settings that runtime.settings() returns
     settings = runtime.settings()
-    return principal(
+    headers: Mapping[str, str] = event.get("headers") or {}
+    who = principal(
         ctx,
-        event.get("headers") or {},
+        headers,
         jwt_claims=_jwt_claims(event),
         admin_token_hash=settings.admin_token_hash,
         admin_name=settings.admin_name,
     )
+    if who.kind is not PrincipalKind.HUMAN:
+        return who
+    # How a human's request came: the board's sign-in says so itself (its session locally, the
+    # hosted UI's token in the cloud); any other human token is a script unless the CLI says
+    # its person confirmed at the terminal.
+    if _board_session(event) or who.via is Via.BOARD:
+        return dataclasses.replace(who, via=Via.BOARD)
+    said = next((v for k, v in headers.items() if k.lower() == PRESENCE_HEADER.lower()), None)
+    return dataclasses.replace(who, via=via_claimed(said))
 
 
 def _handle(raw_event: Mapping[str, Any], context: Any) -> dict[str, Any]:

@@ -571,3 +571,8 @@ class AuditOut(Out):
     unchained_tasks: list[UnchainedTask] = Field(
         description="Each task whose chain matches from its first chained event and has unchained events"
     )
+    acceptances: dict[str, int] = Field(
+        default_factory=dict,
+        description="Acceptances by how they were made: board, terminal, script, delegated "
+        "(unrecorded: made before the server recorded it)",
+    )

@@ -7,12 +7,13 @@ written by `taskgate serve`. Agents and verifiers: a Bearer key, looked up by it
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.principals import Principal, human
+from taskgate.domain.principals import Principal, Via, human
 from taskgate.service import keys, secrets
 from taskgate.service.context import Context
 
@@ -35,7 +36,18 @@ def human_from_claims(claims: Mapping[str, Any]) -> Principal:
     sub = str(claims.get("sub") or "")
     if not name or not sub:
         raise TaskgateError(ErrorCode.UNAUTHORIZED, "the token names no user")
-    return human(name, credential_id=f"jwt:{sub}")
+    return dataclasses.replace(
+        human(name, credential_id=f"jwt:{sub}"), via=Via.BOARD if from_hosted_ui(claims) else None
+    )
+
+
+def from_hosted_ui(claims: Mapping[str, Any]) -> bool:
+    """A token the board got: an access token of the OAuth code flow, which Cognito issues only
+    to a person signing in on its hosted page and marks with the OAuth scopes asked for
+    (`openid`). The CLI's ID token (`token_use` id) and the access token of admin password auth
+    (scope `aws.cognito.signin.user.admin` only) are not."""
+    scopes = str(claims.get("scope") or "").split()
+    return claims.get("token_use") == "access" and "openid" in scopes
 
 
 def principal(

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskgate.client import ApiError, Client
+from taskgate.cli.client import ApiError, Client
 from taskgate.demo import material as m
 
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "taskgate-demo"
@@ -490,6 +490,9 @@ def _dir_arg(root: Path) -> str:
     return "" if root == DEFAULT_DIR else f" --dir {root}"
 
 
+NO_WAIT = "No terminal to wait at"
+
+
 def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) -> None:
     server = f"--server {tour.url} --data-dir {tour.root / 'data'}"
     lines = [
@@ -503,6 +506,13 @@ def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) ->
             f"Kept: the server runs on (pid {tour.proc.pid if tour.proc else '?'}); files in {tour.root}."
         )
         lines.append(f"Remove it all: taskgate demo --clean{_dir_arg(tour.root)}")
+    waits = not keep and not as_json and sys.stdin.isatty()
+    if not keep and not waits:
+        lines.append(
+            f"{NO_WAIT}: the demo stops its server and removes {tour.root} now, so the links above "
+            f"stop working. To keep the board up: taskgate demo --keep{_dir_arg(tour.root)} "
+            "(its server runs until `taskgate demo --clean`)."
+        )
     if as_json:
         print(json.dumps(result, sort_keys=True), flush=True)
         for line in lines:
@@ -511,7 +521,7 @@ def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) ->
         print("\n".join(lines), flush=True)
     if keep:
         return
-    if not as_json and sys.stdin.isatty():
+    if waits:
         print(
             "The board stays up until you press Enter; then the demo stops its server and removes "
             f"{tour.root} (run `taskgate demo --keep` to keep them).",

@@ -9,6 +9,43 @@ from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import ACTOR_RE, AgentRole, VerifierKind
 
 
+class Via(StrEnum):
+    """How a human's decision reached the server, from what the server itself can tell (the
+    credential and how it was issued), never from what a client says about itself, except the
+    one line between a person at the CLI's terminal and a script, which only the CLI can see."""
+
+    BOARD = "board"  # a board session: issued by the board's sign-in (local link, or Cognito's hosted UI)
+    TERMINAL = "terminal"  # a human token whose CLI says a person at its controlling terminal confirmed
+    SCRIPT = "script"  # a human token with no person vouched for: a script's --yes, a raw API call
+    DELEGATED = "delegated"  # an agent key acting on_behalf_of a human who delegated to it
+
+
+VIA_SAID = {
+    Via.BOARD: "at the board",
+    Via.TERMINAL: "at a terminal",
+    Via.SCRIPT: "by a script",
+    Via.DELEGATED: "delegated to an agent",
+}
+# The header the CLI sends with a human's token: "terminal" once its person confirmed at the
+# controlling terminal, "script" with --yes. No value of it makes a request the board's.
+PRESENCE_HEADER = "X-Taskgate-Presence"
+
+
+def via_claimed(value: str | None) -> Via:
+    """What a human token's request says of itself in PRESENCE_HEADER: a person at a terminal,
+    or (absent, or "script") a script."""
+    said = (value or "").strip().lower()
+    if said in ("", Via.SCRIPT.value):
+        return Via.SCRIPT
+    if said == Via.TERMINAL.value:
+        return Via.TERMINAL
+    raise TaskgateError(
+        ErrorCode.VALIDATION,
+        f"{PRESENCE_HEADER} is 'terminal' or 'script', not {said[:40]!r}: the board is known by "
+        "its sign-in, and a delegation by the agent's key, never by this header",
+    )
+
+
 class PrincipalKind(StrEnum):
     HUMAN = "human"
     AGENT = "agent"
@@ -24,6 +61,7 @@ class Principal:
     verifier_kind: VerifierKind | None = None
     projects: tuple[str, ...] = ()  # empty: all projects
     delegations: tuple[str, ...] = ()
+    via: Via | None = None  # a human's: how this request reached the server (Via)
 
     @property
     def actor(self) -> str:
@@ -56,6 +94,14 @@ class Acting:
     @property
     def is_delegated(self) -> bool:
         return self.on_behalf_of is not None
+
+    @property
+    def via(self) -> Via:
+        """How this decision was made: delegated when an agent acts for a human, else what the
+        request's credential established, a script when it established nothing."""
+        if self.on_behalf_of is not None:
+            return Via.DELEGATED
+        return self.principal.via or Via.SCRIPT
 
 
 def human(name: str, credential_id: str = "admin") -> Principal:

@@ -88,10 +88,17 @@ class Board:
             await _json(send, 201, {"url": url, "expires_in": CODE_TTL_S})
             return
         try:
-            code = json.loads(body or b"{}").get("code")
+            asked = json.loads(body or b"{}")
+            code, pasted = asked.get("code"), asked.get("admin_token")
         except (ValueError, AttributeError):
-            code = None
-        granted = self.sign_in.redeem(code) if isinstance(code, str) else None
+            code = pasted = None
+        if isinstance(pasted, str):
+            granted = self.sign_in.exchange(pasted.strip())
+            if granted is None:
+                await _json(send, 401, {"code": "E_UNAUTHORIZED", "message": "that is not the admin token"})
+                return
+        else:
+            granted = self.sign_in.redeem(code) if isinstance(code, str) else None
         if granted is None:
             await _json(
                 send,
@@ -104,6 +111,22 @@ class Board:
             )
             return
         await _json(send, 200, {"token": granted})
+
+    def board_request(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]] | None:
+        """For a request with a board session token: its headers with the admin token in its
+        place (the API authenticates the admin); None for any other request."""
+        if self.sign_in is None:
+            return None
+        out: list[tuple[bytes, bytes]] = []
+        board = False
+        for name, value in headers:
+            if name.lower() == b"authorization":
+                scheme, _, token = value.decode("latin-1").strip().partition(" ")
+                if scheme.lower() == "bearer" and self.sign_in.board_session(token.strip()):
+                    board = True
+                    value = f"Bearer {self.sign_in.admin_token}".encode("latin-1")
+            out.append((name, value))
+        return out if board else None
 
     async def static(self, send: Send, method: str, path: str) -> None:
         if method not in ("GET", "HEAD"):

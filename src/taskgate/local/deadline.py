@@ -19,6 +19,9 @@ from taskgate.asgi import replaying
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
+DRAIN_FACTOR = 64  # how much of a body over the limit is read (and dropped) to answer its sender
+
+
 class BodyDeadline:
     def __init__(self, app: ASGIApp, *, seconds: float = DEFAULT_BODY_TIMEOUT_S, max_bytes: int) -> None:
         self.app = app
@@ -42,11 +45,18 @@ class BodyDeadline:
                         return  # the client left before sending its body: nobody to answer
                     chunk = message.get("body", b"")
                     size += len(chunk)
+                    done = not message.get("more_body", False)
                     if size > self.max_bytes:
+                        # Read the rest (up to DRAIN_FACTOR times the limit, within the same
+                        # deadline) before answering: a client still sending when the server
+                        # closes gets a connection reset, never the 413 that says why.
+                        while not done and size <= self.max_bytes * DRAIN_FACTOR:
+                            message = await receive()
+                            size += len(message.get("body", b""))
+                            done = message["type"] != "http.request" or not message.get("more_body", False)
                         await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
                         return
                     chunks.append(chunk)
-                    done = not message.get("more_body", False)
         except TimeoutError:
             await _refuse(send, 408, f"the request body did not arrive within {self.seconds:g} s")
             return

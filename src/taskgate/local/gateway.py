@@ -143,14 +143,18 @@ class Gateway:
         if handler is None:
             await self.board.static(send, scope["method"], path)
             return
+        headers = scope.get("headers", [])
+        board = self.board.board_request(headers) if not _is_mcp(path) else None
         event = to_event(
             method=scope["method"],
             path=path,
             query=scope.get("query_string", b""),
-            headers=scope.get("headers", []),
+            headers=board if board is not None else headers,
             body=body,
             client=scope.get("client"),
         )
+        if board is not None:  # api/handler.py: the request came from the board's sign-in
+            event["requestContext"]["authorizer"] = {"local": {"board": True}}
         response = await anyio.to_thread.run_sync(handler, event, self._context, limiter=self._limiter())
         status, headers, payload = from_response(response)
         await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -8,6 +8,12 @@ to `/local/sign-in`, and keeps the token it gets back in sessionStorage (this ta
 works once and for CODE_TTL_S: a link left in terminal scrollback or browser history is dead
 once used or expired, which printing the admin token itself would never be. Only hashes of the
 codes are kept, in memory: a restart invalidates every link.
+
+A redeemed code (or the admin token pasted into the board's form) gives the page a board
+session token, not the admin token: requests with it act as the admin, and the server knows
+they came from the board (an acceptance made with it is recorded as made at the board, which a
+script holding the admin token cannot claim). Sessions are kept by hash, in memory, for
+SESSION_TTL_S.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ import time
 from collections.abc import Callable
 
 CODE_TTL_S = 15 * 60
+SESSION_TTL_S = 12 * 60 * 60
+SESSION_PREFIX = "tgb_"
+MAX_SESSIONS = 64  # board tabs signed in at once; the oldest is signed out first
 MAX_LIVE_CODES = 32  # a burst of `taskgate board` calls cannot grow this without bound
 # Codes that ended (used, expired, replaced), remembered by hash so the page can say which:
 # at most this many, the oldest forgotten first (then they read as unknown).
@@ -43,6 +52,7 @@ class SignIn:
         self._clock = clock
         self._codes: dict[str, float] = {}  # sha256(code) -> expiry on the monotonic clock
         self._ended: dict[str, str] = {}  # sha256(code) -> why it no longer signs in (oldest first)
+        self._sessions: dict[str, float] = {}  # sha256(board token) -> expiry on the monotonic clock
         self._lock = threading.Lock()
 
     def _end(self, digest: str, why: str) -> None:
@@ -66,7 +76,7 @@ class SignIn:
         return code
 
     def redeem(self, code: str) -> str | None:
-        """The admin token for a live code, which is used up; None for anything else."""
+        """A board session token for a live code, which is used up; None for anything else."""
         if not code or len(code) > 256:
             return None
         digest = _digest(code)
@@ -78,6 +88,33 @@ class SignIn:
                 self._end(digest, EXPIRED)
                 return None
             self._end(digest, USED)
+        return self._session()
+
+    def exchange(self, admin_token: str) -> str | None:
+        """A board session token for the admin token pasted into the board; None for anything else."""
+        return self._session() if self.is_admin(admin_token) else None
+
+    def _session(self) -> str:
+        token = SESSION_PREFIX + secrets.token_urlsafe(32)
+        now = self._clock()
+        with self._lock:
+            for h in [h for h, exp in self._sessions.items() if exp <= now]:
+                del self._sessions[h]
+            while len(self._sessions) >= MAX_SESSIONS:
+                del self._sessions[min(self._sessions, key=self._sessions.__getitem__)]
+            self._sessions[_digest(token)] = now + SESSION_TTL_S
+        return token
+
+    def board_session(self, token: str) -> bool:
+        """Whether `token` is a live board session this server issued."""
+        if not token.startswith(SESSION_PREFIX) or len(token) > 256:
+            return False
+        with self._lock:
+            expiry = self._sessions.get(_digest(token))
+        return expiry is not None and expiry > self._clock()
+
+    @property
+    def admin_token(self) -> str:
         return self._token
 
     def why_not(self, code: object) -> str:

@@ -22,7 +22,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import Attestation, Spec, Task, VerificationRun
 from taskgate.domain.permissions import Op, authorize
-from taskgate.domain.principals import Acting
+from taskgate.domain.principals import Acting, Via
 from taskgate.service import records
 from taskgate.service.context import Context
 from taskgate.signing.port import Signer, SigningError
@@ -129,8 +129,12 @@ def for_acceptance(
     verified: bool,
     who: str,
     now: datetime,
+    via: Via,
+    on_behalf_of: str | None,
+    batch: bool,
 ) -> Attestation | None:
-    """The signed verification summary of an acceptance; None for a task with no submission."""
+    """The signed verification summary of an acceptance; None for a task with no submission.
+    `via`, `on_behalf_of`, `batch`: how the acceptance was made (domain/principals.py Via)."""
     submission = task.last_submission()
     if submission is None:
         return None
@@ -151,6 +155,9 @@ def for_acceptance(
         "task": task.id,
         "seq": task.version + 1,
         "acceptedBy": who,
+        "acceptedVia": via.value,
+        **({"onBehalfOf": on_behalf_of} if on_behalf_of else {}),
+        "batch": batch,
         "executor": submission.actor,
         "executorCredential": submission.credential_id,
         "historyHead": new.history_head,

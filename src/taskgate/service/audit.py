@@ -39,6 +39,8 @@ class Audit:
     mismatches: list[Mismatch] = field(default_factory=list)  # the first of each task that has one
     # Per task whose chain matches: its events written before this server kept a chain (if any)
     unchained: dict[str, int] = field(default_factory=dict)
+    # Acceptances by how they were made (Via's values; "unrecorded" before the server kept it)
+    acceptances: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -128,6 +130,18 @@ class TaskChain:
     statements: int
     unchained: int
     mismatch: Mismatch | None
+    acceptances: tuple[str, ...] = ()  # how each of its acceptances was made, oldest first
+
+
+UNRECORDED = "unrecorded"
+
+
+def accepted_via(event: dict[str, Any]) -> str | None:
+    """How an acceptance event says it was made; None for any other event."""
+    if event.get("action") != "accept":
+        return None
+    via = (event.get("detail") or {}).get("via")
+    return via if isinstance(via, str) and via else UNRECORDED
 
 
 def task_chain(ctx: Context, task_id: str, head: str | None, last_statement: str | None = None) -> TaskChain:
@@ -150,7 +164,8 @@ def task_chain(ctx: Context, task_id: str, head: str | None, last_statement: str
                 break
     if mismatch is None:
         mismatch = _statements_linked(task_id, signed, last_statement)
-    return TaskChain(len(events), len(signed), reading.unchained if mismatch is None else 0, mismatch)
+    vias = tuple(v for _, body in events if (v := accepted_via(body)) is not None)
+    return TaskChain(len(events), len(signed), reading.unchained if mismatch is None else 0, mismatch, vias)
 
 
 def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
@@ -173,6 +188,8 @@ def verify_project(ctx: Context, who: Acting, project: str) -> Audit:
         out.tasks += 1
         out.events += chain.events
         out.statements += chain.statements
+        for via in chain.acceptances:
+            out.acceptances[via] = out.acceptances.get(via, 0) + 1
         if chain.mismatch is not None:
             out.mismatches.append(chain.mismatch)
         elif chain.unchained:

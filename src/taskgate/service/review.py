@@ -65,7 +65,15 @@ def _supersede_run(ctx: Context, task: Task) -> list[StoreOp]:
 
 
 def _summary(
-    ctx: Context, task: Task, new: Task, spec: Spec | None, who: Acting, now: datetime, repo: str
+    ctx: Context,
+    task: Task,
+    new: Task,
+    spec: Spec | None,
+    who: Acting,
+    now: datetime,
+    repo: str,
+    *,
+    batch: bool,
 ) -> Attestation | None:
     """The signed verification summary of this acceptance (None without an attestation key)."""
     if ctx.attestor is None:
@@ -79,6 +87,9 @@ def _summary(
         verified=task.status is Status.VERIFIED,
         who=who.actor,
         now=now,
+        via=who.via,
+        on_behalf_of=who.on_behalf_of,
+        batch=batch,
     )
 
 
@@ -108,13 +119,22 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
                 raise not_found(f"project {project_name}")
             project = records.load(Project, read[keys[1]])
         now = ctx.clock.now()
+        # How the acceptance was made goes into its history event and its signed summary, so a
+        # batch of script accepts reads differently from a person at the board.
         new, ev = move(
-            task, project, Action.ACCEPT, who, now, changes={"live_run": None}, batch=batch or None
+            task,
+            project,
+            Action.ACCEPT,
+            who,
+            now,
+            changes={"live_run": None},
+            batch=batch or None,
+            via=who.via.value,
         )
         # Decided on the spec's risk as read: the commit holds only if the spec is still so.
         guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
         repo = records.load(Project, read[keys[1]]).repo if keys[1] in read else ""
-        signed = _summary(ctx, task, new, spec, who, now, repo)
+        signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch)
         if signed is not None:
             new = new.model_copy(update={"attestation_head": attestations.payload_digest(signed.envelope)})
         ctx.commit(

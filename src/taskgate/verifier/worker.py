@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from taskgate.client import ApiError, Client
+from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
 from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox

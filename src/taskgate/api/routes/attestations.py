@@ -72,4 +72,5 @@ def audit_project(project: str) -> AuditOut:
         mismatches=[ChainMismatch(task=m.task_id, event=m.event, reason=m.reason) for m in done.mismatches],
         unchained=done.unchained_events,
         unchained_tasks=[UnchainedTask(task=t, events=n) for t, n in done.unchained.items()],
+        acceptances=done.acceptances,
     )

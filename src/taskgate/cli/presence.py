@@ -17,7 +17,7 @@ This closes the easy path, not every path: a process of the same OS user can rea
 file and call the REST API itself, or fake a terminal (script(1), a pty of its own). Keeping
 agents from that is hard isolation: another OS user or a container, without the data dir.
 
-Every CLI command that writes as the human calls `require` (cli.py: `human_only`), naming what
+Every CLI command that writes as the human calls `require` (human.py marks it, main.py asks), naming what
 it does and what the person types to confirm it.
 """
 
@@ -28,6 +28,8 @@ import os
 import select
 import time
 from dataclasses import dataclass
+
+from taskgate.domain.principals import Via
 
 PRESENCE = "E_HUMAN_PRESENCE"
 NOT_CONFIRMED = "E_NOT_CONFIRMED"
@@ -62,12 +64,13 @@ class Refused(Exception):
         return {"code": self.code, "message": self.message, "hint": self.hint}
 
 
-def require(action: Action, *, scripted: bool, explicit_token: bool) -> None:
-    """Return once a person at the controlling terminal confirmed `action` (or a script that
-    gave its own token said --yes); raise Refused otherwise. Nothing is sent before this."""
+def require(action: Action, *, scripted: bool, explicit_token: bool) -> Via:
+    """Return once a person at the controlling terminal confirmed `action` (TERMINAL), or a
+    script that gave its own token said --yes (SCRIPT); raise Refused otherwise. Nothing is
+    sent before this. What it returns goes to the server with the request (PRESENCE_HEADER)."""
     if scripted:
         if explicit_token:
-            return
+            return Via.SCRIPT
         raise Refused(
             PRESENCE,
             f"{action.what}: --yes is refused with the admin token read from the data dir; nothing was done",
@@ -85,7 +88,7 @@ def require(action: Action, *, scripted: bool, explicit_token: bool) -> None:
         os.write(tty, prompt.encode())
         answer = _read_line(tty)
         if answer is not None and answer.strip() == action.confirm:
-            return
+            return Via.TERMINAL
         said = "no answer" if answer is None else f"the answer was {answer.strip()[:80]!r}"
         os.write(tty, b"taskgate: not confirmed, nothing was done\n")
         raise Refused(

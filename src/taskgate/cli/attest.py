@@ -11,21 +11,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _cli() -> Any:
-    from taskgate import cli  # the parser's module: its client and output helpers
-
-    return cli
+from taskgate.cli.output import client, emit
+from taskgate.cli.text import visible
+from taskgate.domain.principals import VIA_SAID, Via
 
 
 def cmd_attest_key(args: argparse.Namespace) -> None:
-    key = _cli()._client(args).call("GET", "/api/attestations/key")
-    _cli()._emit(args, key, f"key id: {key['keyid']}\nscheme: {key['scheme']}\n{key['pem'].rstrip()}")
+    key = client(args).call("GET", "/api/attestations/key")
+    emit(args, key, f"key id: {key['keyid']}\nscheme: {key['scheme']}\n{key['pem'].rstrip()}")
 
 
 def cmd_attest_export(args: argparse.Namespace) -> None:
-    body = _cli()._client(args).call("GET", f"/api/tasks/{args.task}/attestations", as_text=True)
-    sys.stdout.write(body)
+    api = client(args)
+    body = api.call("GET", api.path("api", "tasks", args.task, "attestations"), as_text=True)
+    # Redirected to a file the bundle goes out byte for byte (it is signed); on a terminal, any
+    # control character in it is shown as its escape.
+    sys.stdout.write(visible(body) if sys.stdout.isatty() else body)
 
 
 def cmd_attest_verify(args: argparse.Namespace) -> int:
@@ -44,16 +45,16 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         if args.key:
             key = PublicKey.from_pem(Path(args.key).read_bytes())
         else:
-            key = PublicKey.from_pem(
-                _cli()._client(args).call("GET", "/api/attestations/key")["pem"].encode()
-            )
+            key = PublicKey.from_pem(client(args).call("GET", "/api/attestations/key")["pem"].encode())
         lines = Path(args.file).read_text(encoding="utf-8").splitlines()
         done = bundle.verify(lines, key, commit)
-    except (OSError, ValueError, bundle.Invalid) as exc:
+    except (OSError, ValueError, RecursionError, bundle.Invalid) as exc:
+        if isinstance(exc, RecursionError):
+            exc = ValueError(f"{args.file}: a line is nested too deeply to be a statement")
         if args.json:
             print(json.dumps({"ok": False, "reason": str(exc)}))
         else:
-            print(f"FAILED: {exc}", file=sys.stderr)
+            print(visible(f"FAILED: {exc}"), file=sys.stderr)
         return 1
     kinds = [s["predicateType"].rsplit("/", 2)[-2] for s in done.statements]
     result, said = _last_result(done.statements[-1])
@@ -64,7 +65,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
         "commit": done.last_commit,
         "result": result,
     }
-    _cli()._emit(
+    emit(
         args,
         payload,
         f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
@@ -90,11 +91,22 @@ def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
         result = str(predicate.get("result"))
         return result, f"a {result} test result"
     levels = ", ".join(str(v) for v in predicate.get("verifiedLevels") or [])
-    return str(predicate.get("verificationResult")), f"an acceptance ({levels})"
+    return str(predicate.get("verificationResult")), f"an acceptance {_how(predicate)}({levels})"
+
+
+def _how(predicate: dict[str, Any]) -> str:
+    """How a signed acceptance says it was made ("" for one signed before it said so)."""
+    facts = predicate.get("taskgate") or {}
+    via = facts.get("acceptedVia")
+    if not isinstance(via, str) or via not in {v.value for v in Via}:
+        return ""
+    said = VIA_SAID[Via(via)] + (f" for {facts['onBehalfOf']}" if facts.get("onBehalfOf") else "")
+    return f"{said}{', in a batch' if facts.get('batch') else ''} "
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    out = _cli()._client(args).call("GET", f"/api/projects/{args.project}/audit")
+    api = client(args)
+    out = api.call("GET", api.path("api", "projects", args.project, "audit"))
     lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
         f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
@@ -102,6 +114,15 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         for u in out["unchained_tasks"]
     ]
     summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: "
+    made = out.get("acceptances") or {}
+    if made:
+        said = {
+            **{v.value: VIA_SAID[v] for v in Via},
+            "unrecorded": "how not recorded (accepted before it was)",
+        }
+        lines.insert(
+            0, "acceptances: " + ", ".join(f"{n} {said.get(via, via)}" for via, n in sorted(made.items()))
+        )
     if not out["ok"]:
         summary += "MISMATCH"
     elif out["unchained"]:
@@ -111,7 +132,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         )
     else:
         summary += "every chain matches"
-    _cli()._emit(args, out, "\n".join([summary, *lines]))
+    emit(args, out, "\n".join([summary, *lines]))
     return 0 if out["ok"] else 1
 
 

@@ -1,0 +1,71 @@
+"""`taskgate spec ...`: create a draft, export it into a repository, approve it (the human's).
+
+`spec create`, like `task create` and `project defaults`, asks no person at the terminal: it
+does only what an agent key may do itself over MCP, so a terminal check would stop nothing. What
+makes a spec count, approving it, is the human's (human.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from taskgate.cli import presence
+from taskgate.cli.client import Client
+from taskgate.cli.files import read, spec_body
+from taskgate.cli.human import PERSON, human_only
+from taskgate.cli.output import authored, client, emit
+
+
+def cmd_spec_approve(args: argparse.Namespace) -> None:
+    api = client(args)
+    out = api.call("POST", api.path("api", "projects", args.project, "specs", args.spec, "approve"))
+    moved = out.get("moved") or []
+    emit(args, out, f"approved {args.spec}" + (f"; ready now: {', '.join(moved)}" if moved else ""))
+
+
+def cmd_spec_export(args: argparse.Namespace) -> None:
+    api = client(args)
+    out = api.call("GET", api.path("api", "projects", args.project, "specs", args.spec, "markdown"))
+    target = Path(args.repo) / out["path"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(out["markdown"])
+    emit(args, {**out, "written": str(target)}, f"wrote {target}")
+
+
+def cmd_spec_create(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
+    body = spec_body(read(args.file), args.file if args.file != "-" else "stdin")
+    spec = api.call("POST", api.path("api", "projects", args.project, "specs"), body)
+    ids = ", ".join(f"{c['id']} ({c['kind']})" for c in spec["criteria"])
+    return spec, (
+        f"created {spec['id']} ({spec['status']}, risk {spec['risk']}): {spec['title']}\n"
+        f"  criteria: {ids}\n"
+        f"  a person approves it: taskgate spec approve {spec['id']} --project {args.project}"
+    )
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    spec = sub.add_parser("spec", help=f"specs: create, export; approve ({PERSON})").add_subparsers(
+        dest="sub", required=True
+    )
+    sa = spec.add_parser("approve", parents=[common], help=f"approve a draft spec ({PERSON})")
+    sa.add_argument("spec")
+    sa.add_argument("--project", required=True)
+    sa.set_defaults(func=cmd_spec_approve)
+    human_only(sa, lambda a: presence.Action(f"approve {a.spec} of project {a.project}", a.spec))
+    se = spec.add_parser("export", parents=[common], help="write specs/SPEC-n.md into a repository")
+    se.add_argument("spec")
+    se.add_argument("--project", required=True)
+    se.add_argument("--repo", required=True)
+    se.set_defaults(func=cmd_spec_export)
+    sc = spec.add_parser(
+        "create",
+        parents=[common],
+        help="create a draft spec from a Markdown file (the shape `spec export` writes)",
+        description="The file: a `# Title` line, `risk: low|medium|high`, the body, then "
+        "`## Acceptance criteria` with one `- (test|command|review) text — `verify_ref`` item "
+        "per criterion (review criteria have no ref). A JSON file with the REST body works too.",
+    )
+    sc.add_argument("project")
+    sc.add_argument("--file", required=True, help="the spec (Markdown or JSON; - for stdin)")
+    sc.set_defaults(func=authored(cmd_spec_create))
