@@ -198,6 +198,7 @@ def test_every_landing_in_needs_human_says_why() -> None:
         Action.FAIL_DESIGN_CONFLICT: WhyHuman.REPORTED_FAILURE,
         Action.VERIFY_FAIL: WhyHuman.ATTEMPTS_USED_UP,
         Action.VERIFY_ERROR: WhyHuman.VERIFIER_ERRORS,
+        Action.VERIFY_NEEDS_HUMAN: WhyHuman.READS_GRADER,
         Action.VERIFY_SPEC_ERROR: WhyHuman.SPEC_ERROR,
         Action.REOPEN: WhyHuman.ATTEMPTS_USED_UP,
         Action.BLOCKERS_DONE: WhyHuman.ATTEMPTS_USED_UP,

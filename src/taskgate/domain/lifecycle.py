@@ -36,6 +36,7 @@ class Action(StrEnum):
     VERIFY_FAIL = "verify_fail"
     VERIFY_ERROR = "verify_error"
     VERIFY_SPEC_ERROR = "verify_spec_error"
+    VERIFY_NEEDS_HUMAN = "verify_needs_human"
     REOPEN = "reopen"
     BLOCKERS_DONE = "blockers_done"
     BLOCKERS_ADDED = "blockers_added"
@@ -109,6 +110,9 @@ _ROWS: list[Move] = [
     # attempt is not used (it stays open, like one that waits after verifier errors, until a
     # human requeues, revises the spec or verifies it again).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_SPEC_ERROR, S.NEEDS_HUMAN, Who.SERVER),
+    # A run whose submission a rule gives to a person (code that reads its grader): no attempt
+    # is used, and the human verifies again (after allowing it) or reopens with findings.
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_NEEDS_HUMAN, S.NEEDS_HUMAN, Who.SERVER),
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
@@ -313,6 +317,8 @@ def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") ->
     text = text.strip()
     if move.action is Action.VERIFY_SPEC_ERROR:
         return WhyHuman.SPEC_ERROR, text or "spec error: a ref matches more than one test or group"
+    if move.action is Action.VERIFY_NEEDS_HUMAN:
+        return WhyHuman.READS_GRADER, text or "the submission adds code that reads or ends its grader"
     if move.action is Action.VERIFY_ERROR:
         last = f"; the last: {text}" if text else ""
         return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"

@@ -256,6 +256,8 @@ class Finding(Record):
     self_report_mismatch: list[str] = Field(default_factory=list)
     criteria: list[FailedCriterion] = Field(default_factory=list)
     checks: list[FailedCheck] = Field(default_factory=list)
+    # Failing hidden tests, as much as the verifier config reveals of them (names, or messages).
+    hidden_tests: list[FailedTest] = Field(default_factory=list)
 
 
 class WhyHuman(StrEnum):
@@ -266,6 +268,7 @@ class WhyHuman(StrEnum):
     SPEC_ERROR = "spec_error"  # a ref of the spec matched more than one test or group
     ESCALATED = "escalated"
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
+    READS_GRADER = "reads_grader"  # the screen found code that reads or ends its grader
 
 
 class NeedsHuman(Record):
@@ -422,7 +425,7 @@ class Credential(Record):
         return not self.projects or project in self.projects
 
 
-RunStatus = Literal["running", "passed", "failed", "error", "spec_error", "superseded"]
+RunStatus = Literal["running", "passed", "failed", "error", "spec_error", "needs_human", "superseded"]
 
 
 class VerificationRun(Record):
@@ -444,6 +447,10 @@ class VerificationRun(Record):
     # it was committed with (the order of a task's statements)
     attestation: dict[str, Any] | None = None
     attestation_seq: int | None = None
+    # The hidden tests this run placed in its checkout: their commit, how many ran, how many failed.
+    hidden_tests: dict[str, Any] | None = None
+    # What the screen found in the lines the submission adds (domain/screen.py), for the human.
+    screened: list[dict[str, Any]] = Field(default_factory=list)
     version: int = 0
 
 

@@ -6,6 +6,12 @@ checkout failure) is an error, which uses no attempt. A run whose only non-passi
 ambiguous test refs is a spec error: no executor can fix it, so it goes to a human and uses no
 attempt. A submitted commit the verifier's repository does not hold is the executor's failure
 (it did not push), with a finding saying so.
+
+Hidden tests (verifier config `hidden_tests`) count like any other: one failing fails the run,
+and the executor's finding names it (with its message only under `reveal: "messages"`). A config
+that names hidden tests and a run that reports none is an error: the tests were not run. Code
+that reads or ends its grader (domain/screen.py) sends a run that would otherwise be decided to
+a human, with the lines quoted, and uses no attempt.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from taskgate.domain.models import (
     Submission,
 )
 from taskgate.domain.runners import RUNNER_CHARS
+from taskgate.domain.screen import Hit
+from taskgate.domain.screen import reason as screen_reason
 from taskgate.domain.text import tail_lines
 from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
@@ -79,11 +87,33 @@ class CriterionResult(BaseModel):
     failures: list[FailedTest] = Field(default_factory=list, max_length=50)
 
 
+class ScreenHit(BaseModel):
+    """One added line the screen found (domain/screen.py), as the verifier sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=1000)
+    line: int = Field(ge=1, le=10_000_000)
+    rule: str = Field(min_length=1, max_length=40)
+    text: str = Field(max_length=400)
+
+
+class HiddenRun(BaseModel):
+    """What a run's hidden tests did: the commit placed, how many of their testcases the
+    reports held, and the failing ones as the config reveals them (names, or messages)."""
+
+    model_config = ConfigDict(extra="forbid")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    ran: int = Field(ge=0, le=10_000_000)
+    failed: list[FailedTest] = Field(default_factory=list, max_length=50)
+    failed_count: int = Field(default=0, ge=0, le=10_000_000)
+
+
 class Verdict(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"
     SPEC_ERROR = "spec_error"
+    NEEDS_HUMAN = "needs_human"  # a rule gives the submission to a person; no attempt used
 
 
 # What a finding keeps of a failing check's output: its end, cut on a line boundary.
@@ -105,6 +135,7 @@ class Outcome:
     # The same failures with what the verifier saw: each test's message, each check's output.
     criteria: list[FailedCriterion] = field(default_factory=list)
     checks: list[FailedCheck] = field(default_factory=list)
+    hidden_tests: list[FailedTest] = field(default_factory=list)
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -153,11 +184,43 @@ def decide(
     config: VerifierConfig | None = None,
     error: str | None = None,
     missing_commit: tuple[str, str] | None = None,
+    hidden: HiddenRun | None = None,
+    screened: list[ScreenHit] | None = None,
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
     places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
-    the verifier fetched the repository and the submitted commit is not in it."""
+    the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
+    the hidden tests did; `screened`: the screen's hits in the lines the submission adds."""
+    out = _decide(
+        criteria=criteria,
+        spec=spec,
+        checks=checks,
+        results=results,
+        submission=submission,
+        config=config,
+        error=error,
+        missing_commit=missing_commit,
+        hidden=hidden,
+    )
+    if screened and out.verdict in (Verdict.PASSED, Verdict.FAILED, Verdict.SPEC_ERROR):
+        hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
+        return Outcome(Verdict.NEEDS_HUMAN, screen_reason(hits), evidence=out.evidence)
+    return out
+
+
+def _decide(
+    *,
+    criteria: list[Criterion],
+    spec: Spec | None,
+    checks: dict[str, CheckResult],
+    results: dict[str, CriterionResult],
+    submission: Submission | None,
+    config: VerifierConfig | None,
+    error: str | None,
+    missing_commit: tuple[str, str] | None,
+    hidden: HiddenRun | None,
+) -> Outcome:
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
     if missing_commit is not None:
@@ -181,6 +244,9 @@ def decide(
     missing = missing_tools(checks, config)
     if missing:
         return Outcome(Verdict.ERROR, missing)
+    if config is not None and config.hidden_tests is not None and hidden is None:
+        # A verifier that skipped them (an older one, or one that lost them) decided nothing.
+        return Outcome(Verdict.ERROR, "the verifier config names hidden tests and the run reports none ran")
     held_ids = {c.id for c in criteria}
     if not command_criteria_allowed(criteria, spec):
         return Outcome(
@@ -243,18 +309,24 @@ def decide(
         for n in failing_checks
     ]
     # Failing criteria first: the executor fixes those; a check's output says more about them.
-    findings = [_line(f) for f in failed] + [f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+    hidden_failed = [_short(t) for t in hidden.failed] if hidden is not None else []
+    hidden_count = max(hidden.failed_count, len(hidden.failed)) if hidden is not None else 0
+    findings = (
+        [_line(f) for f in failed]
+        + [_hidden_line(t) for t in hidden_failed]
+        + [f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+    )
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
     failed_ids = [f.id for f in failed]
-    if not failing_checks and not failed:
+    if not failing_checks and not failed and not hidden_count:
         return Outcome(
             Verdict.PASSED,
             f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
             evidence=counted,
         )
-    if not failing_checks and all(f.spec_error for f in failed):
+    if not failing_checks and not hidden_count and all(f.spec_error for f in failed):
         # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
         # the executor's "pass" may be right.
         summary = "spec error: " + "; ".join(
@@ -274,7 +346,15 @@ def decide(
             f"{_count(len(failed), 'criterion', 'criteria')} without positive evidence: "
             + ", ".join(failed_ids)
         )
-    return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks)
+    if hidden_count:
+        parts.append(f"{_count(hidden_count, 'hidden test')} failed")
+    return Outcome(
+        Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks, hidden_failed
+    )
+
+
+def _hidden_line(t: FailedTest) -> str:
+    return f"hidden test {t.name} failed" + (f": {t.message}" if t.message else "")
 
 
 def _line(f: FailedCriterion) -> str:

@@ -99,6 +99,12 @@ def for_run(
     }
     if error:
         facts["error"] = error
+    if run.hidden_tests is not None:
+        # Which hidden tests were run (their commit), never what they hold.
+        h = run.hidden_tests
+        facts["hiddenTests"] = {"commit": h["commit"], "ran": h["ran"], "failed": h.get("failed_count", 0)}
+    if run.screened:
+        facts["screened"] = [{"path": h["path"], "line": h["line"], "rule": h["rule"]} for h in run.screened]
     # The full commit: the one this run's verifier checked out, else one an earlier run resolved
     # for the same submission (a run ended without an answer resolved nothing itself); None when
     # only an abbreviation is known (statements.subject says how that is signed).

@@ -360,6 +360,22 @@ def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
     )
 
 
+def _hidden_kept(hidden: rules.HiddenRun | None) -> dict[str, Any] | None:
+    """What a run keeps of its hidden tests: their commit and counts, and the failing ones only
+    as the verifier revealed them (it sent no more)."""
+    if hidden is None:
+        return None
+    kept = hidden.model_copy(
+        update={
+            "failed": [
+                FailedTest(name=plain(t.name), message=plain(t.message)[:MESSAGE_CHARS])
+                for t in hidden.failed
+            ]
+        }
+    )
+    return kept.model_dump(mode="json")
+
+
 def _live(ctx: Context, task_id: str, run_id: str) -> tuple[VerificationRun, Task, list[Any]]:
     task = ctx.task(task_id)
     run = _run_of(ctx, task_id, run_id)
@@ -384,11 +400,15 @@ def finish(
     error: str | None = None,
     commit_missing: bool = False,
     commit: str | None = None,
+    hidden: rules.HiddenRun | None = None,
+    screened: list[rules.ScreenHit] | None = None,
 ) -> tuple[VerificationRun, Task]:
     """Record a run's evidence; the server decides passed, failed, error or spec error and moves
     the task. `commit_missing`: the verifier fetched the project's repository and the submitted
     commit is not in it (nothing ran). `commit`: the full commit the verifier checked out; it
-    must extend the submitted one, and is kept on the run and its submission, and signed."""
+    must extend the submitted one, and is kept on the run and its submission, and signed.
+    `hidden`: what the config's hidden tests did; `screened`: the screen's hits in the lines the
+    submission adds. Both are kept on the run and signed."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
@@ -432,6 +452,8 @@ def finish(
         config=cfg,
         error=error,
         missing_commit=(run.commit_sha, project.repo) if commit_missing else None,
+        hidden=hidden,
+        screened=screened,
     )
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
@@ -440,6 +462,7 @@ def finish(
         rules.Verdict.FAILED: Action.VERIFY_FAIL,
         rules.Verdict.ERROR: Action.VERIFY_ERROR,
         rules.Verdict.SPEC_ERROR: Action.VERIFY_SPEC_ERROR,
+        rules.Verdict.NEEDS_HUMAN: Action.VERIFY_NEEDS_HUMAN,
     }[verdict.verdict]
     if verdict.verdict is rules.Verdict.FAILED:
         changes["findings"] = [
@@ -454,6 +477,7 @@ def finish(
                 self_report_mismatch=verdict.self_report_mismatch,
                 criteria=verdict.criteria,
                 checks=verdict.checks,
+                hidden_tests=verdict.hidden_tests,
             ),
         ]
     new, ev = move(
@@ -477,6 +501,10 @@ def finish(
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
             "resolved_commit": commit,
+            "hidden_tests": _hidden_kept(hidden),
+            "screened": [
+                h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in screened or []
+            ],
         }
     )
     if commit is not None:

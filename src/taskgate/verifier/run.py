@@ -18,16 +18,31 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain import screen
+from taskgate.domain.models import Criterion, CriterionKind, FailedTest
+from taskgate.domain.outcome import (
+    CheckResult,
+    CriterionResult,
+    Evidence,
+    EvidenceSource,
+    HiddenRun,
+    ScreenHit,
+)
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
-from taskgate.verifier import process, reviewer, tools
-from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, checkout
+from taskgate.verifier import hidden, process, reviewer, tools
+from taskgate.verifier.checkout import (
+    Checkout,
+    CheckoutError,
+    CommitMissing,
+    added_lines,
+    checkout,
+    read_committed,
+)
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
@@ -55,6 +70,10 @@ class Gathered:
     # and the server signs the full one.
     commit: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # What the config's hidden tests did (None: the config names none, or the run broke first).
+    hidden: HiddenRun | None = None
+    # The screen's hits in the lines the submission adds (domain/screen.py).
+    screened: list[ScreenHit] = field(default_factory=list)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -125,6 +144,17 @@ class Runner:
             # Before any check: once checks ran, the checkout (and its .git) is the check's.
             with g.timed("review"):
                 diff = self._diff(cfg, co)
+        with g.timed("screen"):
+            g.screened = self._screen(cfg, co)
+        placed = None
+        if cfg.hidden_tests is not None:
+            # Last before the checks: nothing of the submission's is compared with them.
+            with g.timed("hidden"):
+                try:
+                    placed = hidden.place(cfg.hidden_tests, co)
+                except hidden.HiddenError as exc:
+                    raise RunError(str(exc)) from exc
+            self.progress(f"hidden tests: {len(placed.files)} files of {placed.commit[:12]} placed")
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
         if self.sandbox.user is not None:
             self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
@@ -133,12 +163,66 @@ class Runner:
         with g.timed("reports"):
             reports = self._reports(cfg, co, g)
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
+        if placed is not None:
+            self._hidden(placed, reports, g)
         if by_kind[CriterionKind.COMMAND]:
             with g.timed("commands"):
                 self._commands(by_kind[CriterionKind.COMMAND], cfg, dirs, g)
         if diff is not None:
             with g.timed("review"):
                 g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, dirs, diff)
+
+    def _screen(self, cfg: VerifierConfig, co: Checkout) -> list[ScreenHit]:
+        """The screen on the lines the submission adds against its baseline (git's work, so
+        before the checkout is handed over)."""
+        try:
+            base = co.baseline(cfg.base_branch_choice())
+            changed = co.changed_paths(base)
+            into = [cfg.hidden_tests.into] if cfg.hidden_tests else []
+            wanted = [
+                p
+                for p in changed
+                if p.endswith(screen.PY_SUFFIXES + screen.JS_SUFFIXES) and not screen.is_test_file(p, into)
+            ]
+            lines = added_lines(co, base, wanted)
+        except CheckoutError as exc:
+            raise RunError(f"the screen could not read the submission's changes: {exc}") from exc
+        files = [
+            screen.AddedFile(p, text, lines[p])
+            for p in wanted
+            if p in lines and (text := read_committed(co, p)) is not None
+        ]
+        found = screen.screen(
+            files, allow=cfg.screen_allow, test_dirs=into, package_json=read_committed(co, "package.json")
+        )
+        for h in found:
+            self.progress(f"screen: {h.quoted()}")
+        return [ScreenHit(path=h.path, line=h.line, rule=h.rule, text=h.text) for h in found]
+
+    def _hidden(self, placed: hidden.Placed, reports: dict[str, Report], g: Gathered) -> None:
+        """What the hidden tests did; every check's output withheld (it can quote them), and a
+        hidden test's message kept out of the criteria's evidence unless the config reveals it."""
+        g.hidden = hidden.outcome(placed, list(reports.values()))
+        for name, c in g.checks.items():
+            g.checks[name] = c.model_copy(update={"output_tail": hidden.WITHHELD})
+        if placed.spec.reveal != "messages":
+            for cid, r in g.results.items():
+                if any(placed.holds(*_split(t.name)) for t in r.failures):
+                    g.results[cid] = r.model_copy(
+                        update={
+                            "detail": "a hidden test failed (its message is not revealed)",
+                            "failures": [FailedTest(name=t.name) for t in r.failures],
+                        }
+                    )
+        self.progress(
+            f"hidden tests: {g.hidden.ran} ran, {g.hidden.failed_count} failed"
+            + "".join(f"; {t.name}" for t in g.hidden.failed[:5])
+        )
+        if g.hidden.ran == 0 and all(c.exit_code == 0 for c in g.checks.values()):
+            raise RunError(
+                f"the hidden tests placed at {placed.spec.into} are in no check's report: "
+                "the checks must collect that directory"
+            )
 
     def _refuse_early(
         self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]
@@ -298,6 +382,11 @@ class Runner:
         for cid, r in answer.items():
             self.progress(f"{cid} {r.result.value} (reviewer): {_one_line(r.rationale or 'no rationale')}")
         return answer
+
+
+def _split(full_name: str) -> tuple[str, str]:
+    classname, _, name = full_name.rpartition(".")
+    return classname, name
 
 
 def _one_line(text: str, limit: int = 200) -> str:

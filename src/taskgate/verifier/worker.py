@@ -259,6 +259,8 @@ class Worker:
             "error": g.error,
             **({"commit_missing": True} if g.commit_missing else {}),
             **({"commit": g.commit} if g.commit else {}),
+            **({"hidden_tests": g.hidden.model_dump(mode="json")} if g.hidden is not None else {}),
+            **({"screened": [h.model_dump(mode="json") for h in g.screened]} if g.screened else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:

@@ -78,6 +78,8 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         error=body.error,
         commit_missing=body.commit_missing,
         commit=body.commit,
+        hidden=body.hidden_tests,
+        screened=body.screened,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
