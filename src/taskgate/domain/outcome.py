@@ -203,9 +203,12 @@ def decide(
         missing_commit=missing_commit,
         hidden=hidden,
     )
-    if screened and out.verdict in (Verdict.PASSED, Verdict.FAILED, Verdict.SPEC_ERROR):
+    if screened:
+        # Whatever the checks did: code that ends its grader makes a check "fail" without a
+        # report (an error of the run) as easily as it makes one pass.
         hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
-        return Outcome(Verdict.NEEDS_HUMAN, screen_reason(hits), evidence=out.evidence)
+        also = f" (the run itself: {out.summary})" if out.verdict is Verdict.ERROR else ""
+        return Outcome(Verdict.NEEDS_HUMAN, screen_reason(hits) + also, evidence=out.evidence)
     return out
 
 

@@ -491,7 +491,7 @@ def finish(
         run=run_id,
         summary=verdict.summary,
         self_report_mismatch=verdict.self_report_mismatch or None,
-        why=error or verdict.summary,
+        why=verdict.summary if verdict.verdict is rules.Verdict.NEEDS_HUMAN else error or verdict.summary,
     )
     done = run.model_copy(
         update={
