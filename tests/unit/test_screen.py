@@ -118,7 +118,7 @@ def test_ordinary_code_is_not_a_hit() -> None:
     assert screen([added("slug.py", code)]) == []
 
 
-def test_test_files_are_not_screened() -> None:
+def test_test_files_are_not_screened_and_helpers_beside_them_are() -> None:
     code = "import sys\nsys.exit(1)\n"
     for path in (
         "tests/test_x.py",
@@ -132,6 +132,10 @@ def test_test_files_are_not_screened() -> None:
         assert screen([added(path, code)]) == []
     assert screen([added("hidden/check.py", code)], test_dirs=["hidden"]) == []
     assert rules(screen([added("hidden/check.py", code)])) == [(2, "py.exit")]
+    # Not tests by pytest's naming rules: code hidden in a helper under tests/ is screened.
+    for path in ("tests/impl.py", "tests/__init__.py", "testing.py"):
+        assert not is_test_file(path), path
+    assert rules(screen([added("tests/impl.py", code)])) == [(2, "py.exit")]
 
 
 def test_screen_allow_lets_one_rule_through_on_its_paths_only() -> None:

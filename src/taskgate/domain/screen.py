@@ -49,31 +49,28 @@ RULES: dict[str, str] = {
 PY_SUFFIXES = (".py", ".pyw")
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 
-# What counts as a test file, by the runners' own naming rules (pytest's default python_files
-# and a `tests`/`test` directory; node --test, jest and vitest's patterns and `__tests__`).
-_TEST_DIRS = {"test", "tests", "__tests__", "testing"}
-_TEST_NAMES = (
-    "test_*.py",
-    "*_test.py",
-    "conftest.py",
-    "*.test.*",
-    "*.spec.*",
-    "*_test.*",
-    "*-test.*",
-    "test-*.*",
-    "test.*",
-)
+# What counts as a test file: the runners' own naming rules. pytest's default python_files
+# (test_*.py, *_test.py) and conftest.py, by name only: a helper module under tests/ is not a
+# test, and code the submission hides there and imports is screened. JavaScript: node --test's
+# patterns (a `test` directory, *.test.*, *-test.*, *_test.*, test-*.*, test.*), jest's
+# `__tests__` and *.spec.*.
+_PY_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")
+_JS_TEST_DIRS = {"test", "__tests__"}
+_JS_TEST_NAMES = ("*.test.*", "*.spec.*", "*_test.*", "*-test.*", "test-*.*", "test.*")
 
 
 def is_test_file(path: str, extra_dirs: Sequence[str] = ()) -> bool:
-    """True for a file the test runners would read as a test (or a test helper beside them):
-    under a `test`/`tests`/`__tests__` directory or one of `extra_dirs`, or named like a test."""
+    """True for a file its test runner reads as a test, or one under `extra_dirs` (where hidden
+    tests are placed)."""
+    if any(path.startswith(d.rstrip("/") + "/") for d in extra_dirs if d):
+        return True
     parts = path.split("/")
-    if any(p in _TEST_DIRS for p in parts[:-1]):
+    name = parts[-1]
+    if name.endswith(PY_SUFFIXES):
+        return any(fnmatch.fnmatchcase(name, pat) for pat in _PY_TEST_NAMES)
+    if any(p in _JS_TEST_DIRS for p in parts[:-1]):
         return True
-    if any(path == d or path.startswith(d.rstrip("/") + "/") for d in extra_dirs):
-        return True
-    return any(fnmatch.fnmatchcase(parts[-1], pat) for pat in _TEST_NAMES)
+    return any(fnmatch.fnmatchcase(name, pat) for pat in _JS_TEST_NAMES)
 
 
 # A string that names a test path: a test directory, a test file, conftest.
