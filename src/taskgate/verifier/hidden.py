@@ -33,7 +33,13 @@ FAILED_KEPT = 50
 
 
 class HiddenError(Exception):
-    """The hidden tests could not be fetched or placed: an error of the run."""
+    """The hidden tests could not be fetched or placed: an error of the run. Its message goes to
+    the server (and the task's history, which the executor reads), so it never names where the
+    hidden tests come from; `detail` (git's own words) is for the verifier's log only."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,9 @@ def place(spec: HiddenTests, co: Checkout) -> Placed:
         if not remote:
             local = Path(spec.repo).expanduser()
             if not local.is_dir():
-                raise HiddenError(f"hidden tests: repository {spec.repo} not found")
+                raise HiddenError(
+                    "hidden tests: the configured repository was not found", f"no directory {spec.repo}"
+                )
             origin = str(local.resolve())
         try:
             git("init", "--quiet", str(work))
@@ -76,7 +84,9 @@ def place(spec: HiddenTests, co: Checkout) -> Placed:
             commit = git("rev-parse", "FETCH_HEAD^{commit}", cwd=work)
             git("checkout", "--quiet", "--detach", "FETCH_HEAD", cwd=work)
         except CheckoutError as exc:
-            raise HiddenError(f"hidden tests: cannot fetch {spec.ref}: {exc}") from exc
+            raise HiddenError(
+                f"hidden tests: cannot fetch {spec.ref} from the configured repository", str(exc)
+            ) from exc
         shutil.rmtree(work / ".git")
         if dest.is_symlink() or dest.is_file():
             dest.unlink()

@@ -153,6 +153,8 @@ class Runner:
                 try:
                     placed = hidden.place(cfg.hidden_tests, co)
                 except hidden.HiddenError as exc:
+                    if exc.detail:
+                        self.progress(f"hidden tests: {exc.detail}")
                     raise RunError(str(exc)) from exc
             self.progress(f"hidden tests: {len(placed.files)} files of {placed.commit[:12]} placed")
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
