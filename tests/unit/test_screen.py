@@ -71,6 +71,8 @@ def test_only_added_lines_are_screened() -> None:
             "py.test_files",
         ),
         ("import sys\nget = getattr(sys, '_getframe')\n", "py.frame"),
+        ("import importlib\nf = importlib.import_module('sys')._getframe(1)\n", "py.frame"),
+        ("import sys\nsys.modules['os']._exit(0)\n", "py.exit"),
     ],
 )
 def test_each_python_construct_is_a_hit(code: str, rule: str) -> None:

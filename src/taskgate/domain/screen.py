@@ -164,7 +164,6 @@ _MODULE_CALLS: dict[str, dict[str, str]] = {
     "sys": {
         "_getframe": "py.frame",
         "_current_frames": "py.frame",
-        "exc_info": "",  # harmless alone; its traceback's tb_frame is what is screened
         "excepthook": "py.hook",
         "unraisablehook": "py.hook",
         "settrace": "py.hook",
@@ -192,7 +191,7 @@ _MODULE_CALLS: dict[str, dict[str, str]] = {
     },
     "gc": {"get_referrers": "py.frame", "get_objects": "py.frame"},
     "linecache": {"getline": "py.frame", "getlines": "py.frame"},
-    "os": {"_exit": "py.exit", "abort": "py.exit", "kill": "py.exit"},
+    "os": {"_exit": "py.exit", "abort": "py.exit"},
     "threading": {"settrace": "py.hook", "setprofile": "py.hook", "excepthook": "py.hook"},
     "atexit": {"register": "py.hook"},
     "builtins": {},  # any assignment to or setattr on it (below)
@@ -211,6 +210,18 @@ _SCREENED_STRINGS = {
     "get_referrers",
     "currentframe",
     "PYTEST_CURRENT_TEST",
+}
+# Attributes screened on any receiver (`sys.modules["sys"]._getframe`, a module under another
+# name): nothing else in the standard library or common code is called this.
+_ANY_RECEIVER = {
+    "_getframe": "py.frame",
+    "_current_frames": "py.frame",
+    "currentframe": "py.frame",
+    "get_referrers": "py.frame",
+    "_exit": "py.exit",
+    "excepthook": "py.hook",
+    "settrace": "py.hook",
+    "setprofile": "py.hook",
 }
 _FILE_CALLS = {
     "open",
@@ -279,6 +290,8 @@ class _Py(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _FRAME_ATTRS:
             self.hit(node, "py.frame")
+        if node.attr in _ANY_RECEIVER:
+            self.hit(node, _ANY_RECEIVER[node.attr])
         if isinstance(node.value, ast.Name):
             mod = self.modules.get(node.value.id)
             if mod == "builtins" and isinstance(node.ctx, ast.Store):
@@ -288,8 +301,6 @@ class _Py(ast.NodeVisitor):
                 self.hit(node, rule)
             elif mod == "sys" and node.attr == "exit" and not self.main_guard:
                 self.hit(node, "py.exit")
-            elif mod == "os" and node.attr in ("environ", "getenv"):
-                pass  # PYTEST_CURRENT_TEST is caught as a string
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
