@@ -273,7 +273,7 @@ def test_code_that_reads_or_ends_its_grader_goes_to_a_human_using_no_attempt(
     assert reason.startswith("the submission adds code that reads or ends its grader (")
     assert quoted in reason
     assert (
-        "A human decides: reopen with findings, or allow the pattern for that path "
+        "A human decides: send it back to the executor, or allow the rule for that path "
         "(verifier config screen_allow) and verify again"
     ) in reason
     assert task["findings"] == []

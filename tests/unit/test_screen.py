@@ -187,7 +187,7 @@ def test_the_reason_quotes_the_lines_and_says_the_way_out() -> None:
     hits = screen([added("calc.py", "import os\n\ndef f():\n    os._exit(0)\n")])
     assert reason(hits) == (
         "the submission adds code that reads or ends its grader (py.exit): calc.py:4 [py.exit] `os._exit(0)`. "
-        "A human decides: reopen with findings, or allow the pattern for that path "
+        "A human decides: send it back to the executor, or allow the rule for that path "
         "(verifier config screen_allow) and verify again"
     )
 

@@ -8,7 +8,7 @@ work. Such code is rarely needed in a project's own modules, so its lines go to 
 
 Only the lines a submission ADDS (against its baseline), outside test files, are screened:
 existing code never trips it. A hit is not a verdict: the run waits for a human, who reopens the
-task or allows the pattern for that path in the verifier config (`screen_allow`).
+task or allows the rule for that path in the verifier config (`screen_allow`).
 
 Python files are read with `ast` (aliases of `sys`, `os`, `inspect`... are followed, and
 `sys.exit` under a module-level `if __name__ == "__main__":` is a command-line entry point, not
@@ -464,6 +464,6 @@ def reason(hits: Sequence[Hit], *, limit: int = 10) -> str:
     rules = ", ".join(sorted({h.rule for h in hits}))
     return (
         f"the submission adds code that reads or ends its grader ({rules}): {shown}{more}. "
-        "A human decides: reopen with findings, or allow the pattern for that path "
+        "A human decides: send it back to the executor, or allow the rule for that path "
         "(verifier config screen_allow) and verify again"
     )
