@@ -10,7 +10,7 @@ from typing import Any
 
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.outcome import Evidence, ScreenHit
 from taskgate.domain.principals import Acting
 from taskgate.service import claims, projects, review, specs, tasks
 from tests.support.evidence import CONFIG, run_verifier
@@ -153,6 +153,10 @@ def perform(scene: Scene, action: Action) -> None:
         verify(scene, None, error="checkout failed")
     elif action is Action.VERIFY_SPEC_ERROR:
         verify(scene, Evidence.AMBIGUOUS)
+    elif action is Action.VERIFY_NEEDS_HUMAN:
+        assert scene.verifier is not None
+        hit = ScreenHit(path="calc.py", line=3, rule="py.exit", text="os._exit(0)")
+        run_verifier(ctx, scene.verifier, tid, Evidence.PASS, screened=[hit])
     elif action is Action.REOPEN:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:

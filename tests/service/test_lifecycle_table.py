@@ -16,7 +16,13 @@ CREATE = {
     Action.CREATE_BLOCKED: Status.BLOCKED,
     Action.CREATE_READY: Status.READY,
 }
-VERIFIER_ACTIONS = {Action.VERIFY_PASS, Action.VERIFY_FAIL, Action.VERIFY_ERROR, Action.VERIFY_SPEC_ERROR}
+VERIFIER_ACTIONS = {
+    Action.VERIFY_PASS,
+    Action.VERIFY_FAIL,
+    Action.VERIFY_ERROR,
+    Action.VERIFY_SPEC_ERROR,
+    Action.VERIFY_NEEDS_HUMAN,
+}
 
 
 def _needs_verification_on(row: Move) -> bool:
