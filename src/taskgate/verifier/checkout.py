@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -309,9 +310,8 @@ def checkout(
 
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
-# Files the screen reads at most: a submission adding more (vendored code, generated files) is
-# screened in its first files, in path order.
-ADDED_FILE_MAX_BYTES = 1024 * 1024
+# The largest file the screen reads (its whole text, for context); a larger one is not screened.
+ADDED_FILE_MAX_BYTES = 16 * 1024 * 1024
 
 
 def added_lines(co: Checkout, base: Baseline, paths: Sequence[str]) -> dict[str, frozenset[int]]:
