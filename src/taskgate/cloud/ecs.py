@@ -68,12 +68,13 @@ _REGISTERABLE = (
 
 
 def task_command(task_id: str) -> list[str]:
-    """The container's command for one submission (the entry point is `taskgate`)."""
+    """The container's command for one submission (the entry point is `taskgate`): what a
+    person runs by hand in the image; the dispatcher starts draining tasks."""
     return ["verify", "--task", task_id]
 
 
 def project_command(project: str) -> list[str]:
-    """The container's command for the nightly run of one project."""
+    """The container's command for everything waiting in one project, once."""
     return ["verify", "--once", "--project", project]
 
 
@@ -154,15 +155,6 @@ class EcsLauncher:
         cluster always sends the same token, so ECS answers a repeated start with the task the
         first one started."""
         return hashlib.sha256(f"{self.cluster}|{dispatch_id}".encode()).hexdigest()
-
-    def launch(self, dispatch_id: str, task_id: str, task_definition: str | None = None) -> str:
-        """Start `taskgate verify --task <task_id>` (in `task_definition`, the stack's own when
-        None); the started task's ARN."""
-        return self._run(dispatch_id, task_command(task_id), task_definition, task_id)
-
-    def launch_project(self, start_id: str, project: str, task_definition: str | None = None) -> str:
-        """Start `taskgate verify --once --project <project>`; the started task's ARN."""
-        return self._run(start_id, project_command(project), task_definition, f"project {project}")
 
     def launch_drain(self, start_id: str, project: str, task_definition: str, lease: Lease) -> str:
         """Start a task draining `project`'s queue under `lease`; the started task's ARN."""
