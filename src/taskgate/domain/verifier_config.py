@@ -11,6 +11,9 @@ CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
 MIN_TIMEOUT_MINUTES = 0.05
 MAX_TIMEOUT_MINUTES = 240
+# Cloud verifier tasks draining one project's queue at once (the stack's VerifierConcurrency
+# when a config names none); each is a Fargate task billed while it runs.
+MAX_CONCURRENCY = 20
 # Set in a cloud container's environment by its task definition: the image it runs in.
 IMAGE_VAR = "TASKGATE_VERIFIER_IMAGE"
 # An OCI image reference with an explicit tag or digest: [registry[:port]/]path[:tag][@sha256:hex].
@@ -63,6 +66,9 @@ class VerifierConfig(BaseModel):
     # The branch a submission is judged against: its baseline is the merge-base with this
     # branch. None: the reviewer's base_branch, else `main`, else the repository's HEAD branch.
     base_branch: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\s~^:?*\[\\]+$")
+    # How many cloud verifier tasks may drain this project's queue at once. None: the stack's
+    # VerifierConcurrency. A local `taskgate verify` ignores it (it has --jobs).
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
 
     def base_branch_choice(self) -> str | None:
         """The base branch a human named (here or for the reviewer); None leaves it to the
