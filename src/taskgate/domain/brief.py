@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from taskgate.domain.baseline import protect_globs
 from taskgate.domain.models import Criterion, Decision, Finding, Note, Project, Spec, Task
 from taskgate.domain.text import tail_lines
 
@@ -68,6 +69,14 @@ def _size(node: Any) -> int:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+PROTECTED_RULE = (
+    "A submission that changes a protected path (globs: `**/` any directories, a trailing `/` a "
+    "whole directory) is not verified by its checks: it waits for a human, who allows the change "
+    "or reopens the task with findings. pyproject.toml, setup.cfg and package.json count only "
+    "where their test runner's settings change. Fix the code, not the harness."
+)
 
 
 def build(
@@ -143,6 +152,11 @@ def build(
             "checks": {n: c.model_dump(mode="json", exclude_none=True) for n, c in cfg.checks.items()}
             if cfg
             else {},
+            # What the executor may not change without a human: a change there holds its run.
+            "protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
+            if cfg
+            else [],
+            "protected_rule": PROTECTED_RULE,
         },
         "test_ref_rule": TEST_REF_RULE,
         "conventions": [prose(c, ITEM_TEXT_CHARS, "a convention") for c in defaults.conventions],
