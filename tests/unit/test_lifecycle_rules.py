@@ -153,7 +153,7 @@ def test_a_human_move_is_found_by_where_it_goes() -> None:
     from taskgate.domain.lifecycle import OWN_CALL, Who, human_move
 
     # reopening a held submission (needs_human -> ready) is its own call, with findings
-    assert OWN_CALL == {(Status.NEEDS_HUMAN, Action.REOPEN)}
+    assert {(Status.NEEDS_HUMAN, Action.REOPEN)} == OWN_CALL
     human_rows = [m for m in TABLE if m.who is Who.HUMAN and (m.source, m.action) not in OWN_CALL]
     pairs = {(m.source, m.target) for m in human_rows}
     assert len(pairs) == len({(m.source, m.target, m.action) for m in human_rows})  # one action per pair

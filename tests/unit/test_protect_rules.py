@@ -145,3 +145,18 @@ def test_a_report_that_is_not_the_checks_own_fails_the_run() -> None:
 
 def test_from_needs_human_ready_is_still_a_requeue() -> None:
     assert human_move(Status.NEEDS_HUMAN, Status.READY) is Action.REQUEUE
+
+
+def test_an_exact_decoy_does_not_hide_the_test_its_dotted_path_names() -> None:
+    from taskgate.domain.reports import Report, TestCase, TestOutcome
+    from taskgate.domain.testrefs import match
+
+    real = TestCase(
+        "test_keeps_digits", "tests.test_slug.TestSlugify", TestOutcome.FAILED, "route != route-66"
+    )
+    decoy = TestCase("test_keeps_digits", "test_slug.TestSlugify")
+    found = match(Report(tests=(decoy, real)), "test_slug.TestSlugify.test_keeps_digits")
+    assert found.evidence is Evidence.AMBIGUOUS, found
+    assert "tests.test_slug.TestSlugify.test_keeps_digits" in found.detail
+    # alone, the exact test is the ref's
+    assert match(Report(tests=(decoy,)), "test_slug.TestSlugify.test_keeps_digits").evidence is Evidence.PASS
