@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from tests.verifier.support import (
     KEEPS_DIGITS,
     SLUGIFY,
     SLUGIFY_TESTS,
+    TASKGATE,
     Gate,
     Repo,
     git,
@@ -88,6 +91,12 @@ def _statement(run: dict[str, Any]) -> dict[str, Any]:
     envelope = run["attestation"]
     payload: dict[str, Any] = json.loads(base64.b64decode(envelope["payload"]))
     return payload
+
+
+def _cli(live: Live, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    env |= {"TASKGATE_SERVER": live.base, "TASKGATE_TOKEN": live.admin_token}
+    return subprocess.run([TASKGATE, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
 
 
 def _verify_one(gate: Gate) -> dict[str, Any]:
@@ -166,6 +175,12 @@ def test_a_conftest_that_passes_every_test_is_held_for_a_human_with_its_diff(
     assert statement["result"] == "WARNED"
     assert statement["taskgate"]["baseline"]["protectedChanged"] == ["conftest.py"]
     assert statement["taskgate"]["baseline"]["commit"] == fork
+    shown = _cli(live, "task", "show", tid)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        f"changed paths against the baseline, main at {fork[:12]}: 1\n  conftest.py  [protected, test]"
+        in shown.stdout
+    )
 
 
 def test_a_human_allows_the_change_and_the_run_says_who(live: Live, tmp_path: Path) -> None:
@@ -285,6 +300,10 @@ def test_a_file_a_check_runs_by_path_is_protected(live: Live, tmp_path: Path) ->
     config = pytest_config()
     config["checks"]["lint"] = {"command": "sh scripts/check.sh"}
     gate = Gate.create(live, repo, config)
+    # the executor's brief names what it may not change
+    told = gate.brief_after_claim(gate.task([KEEPS_DIGITS]))["verifier_checks"]
+    assert told["protected_paths"][-1] == "scripts/check.sh" and "**/conftest.py" in told["protected_paths"]
+    assert told["protected_rule"].startswith("A submission that changes a protected path")
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(tid, repo.commit({"slug.py": SLUGIFY, "scripts/check.sh": "#!/bin/sh\ntrue\n"}, "fix"))
     line = _verify_one(gate)

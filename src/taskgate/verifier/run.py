@@ -350,6 +350,9 @@ class Runner:
             diff = co.diff_from(base, held) if held else ""
         except CheckoutError as exc:
             raise RunError(f"baseline: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            # git printed bytes that are not UTF-8 (a path's name, a scoped file's content).
+            raise RunError(f"baseline: git's answer is not UTF-8 text ({exc.reason})") from exc
         g.baseline = BaselineEvidence(
             branch=base.branch,
             commit=base.commit,
