@@ -110,7 +110,7 @@ _ROWS: list[Move] = [
     # attempt is not used (it stays open, like one that waits after verifier errors, until a
     # human requeues, revises the spec or verifies it again).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_SPEC_ERROR, S.NEEDS_HUMAN, Who.SERVER),
-    # Not in DESIGN.md's table: a submission that changes what judges it (a protected path) is
+    # A submission that changes what judges it (a protected path) is
     # not decided by its checks. A human allows the change (reverify) or reopens the task with
     # findings, which uses the attempt the hold left open.
     Move(S.NEEDS_VERIFICATION, A.VERIFY_HOLD, S.NEEDS_HUMAN, Who.SERVER),
