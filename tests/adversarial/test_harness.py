@@ -303,7 +303,6 @@ def test_a_file_a_check_runs_by_path_is_protected(live: Live, tmp_path: Path) ->
     # the executor's brief names what it may not change
     told = gate.brief_after_claim(gate.task([KEEPS_DIGITS]))["verifier_checks"]
     assert told["protected_paths"][-1] == "scripts/check.sh" and "**/conftest.py" in told["protected_paths"]
-    assert told["protected_rule"].startswith("A submission that changes a protected path")
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(tid, repo.commit({"slug.py": SLUGIFY, "scripts/check.sh": "#!/bin/sh\ntrue\n"}, "fix"))
     line = _verify_one(gate)

@@ -71,14 +71,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
-PROTECTED_RULE = (
-    "A submission that changes a protected path (globs: `**/` any directories, a trailing `/` a "
-    "whole directory) is not verified by its checks: it waits for a human, who allows the change "
-    "or reopens the task with findings. pyproject.toml, setup.cfg and package.json count only "
-    "where their test runner's settings change. Fix the code, not the harness."
-)
-
-
 def build(
     *,
     task: Task,
@@ -156,7 +148,6 @@ def build(
             "protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
             if cfg
             else [],
-            "protected_rule": PROTECTED_RULE,
         },
         "test_ref_rule": TEST_REF_RULE,
         "conventions": [prose(c, ITEM_TEXT_CHARS, "a convention") for c in defaults.conventions],
