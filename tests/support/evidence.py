@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig
@@ -60,6 +61,7 @@ def run_verifier(
     reviewer: Acting | None = None,
     error: str | None = None,
     checks: dict[str, CheckResult] | None = None,
+    baseline: BaselineEvidence | None = None,
 ) -> tuple[Any, Any]:
     """One whole run the way `taskgate verify` makes it: start, the reviewer's answer (if a reviewer
     is given and the task has review criteria), finish. `evidence` None sends no results."""
@@ -78,4 +80,5 @@ def run_verifier(
         else {name: OK for name in (cfg.checks if cfg else {CHECK: None})},
         results={} if evidence is None else local_results(criteria, evidence),
         error=error,
+        baseline=baseline,
     )

@@ -10,12 +10,14 @@ attempt. A submitted commit the verifier's repository does not hold is the execu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.baseline import BaselineEvidence, protect_globs, protected
 from taskgate.domain.models import (
     Criterion,
     CriterionKind,
@@ -56,6 +58,14 @@ class CheckResult(BaseModel):
     # The test runner's version line the check printed (domain/runners.py), e.g.
     # "pytest 8.3.2 (Python 3.12.3, pluggy 1.5.0)": what the check's output said, signed as such.
     runner: str | None = Field(default=None, min_length=1, max_length=RUNNER_CHARS, pattern=r"^[ -~]+$")
+    # Why its report is not the check's own: the commit held a file at the report path
+    # ("committed": the verifier deleted it before the check), or the file there was last
+    # written before the check started ("stale": not read).
+    report_problem: Literal["committed", "stale"] | None = None
+    # Failed or errored testcases in its report, and the first few of their names: a check
+    # that exits 0 over them failed all the same.
+    report_failed: int = Field(default=0, ge=0)
+    report_failed_names: list[str] = Field(default_factory=list, max_length=10)
 
 
 class EvidenceSource(BaseModel):
@@ -84,6 +94,9 @@ class Verdict(StrEnum):
     FAILED = "failed"
     ERROR = "error"
     SPEC_ERROR = "spec_error"
+    # The gate's rules hold the submission for a person (it changes protected paths): no
+    # attempt is used, and a human allows the change or reopens the task.
+    NEEDS_HUMAN = "needs_human"
 
 
 # What a finding keeps of a failing check's output: its end, cut on a line boundary.
@@ -105,6 +118,9 @@ class Outcome:
     # The same failures with what the verifier saw: each test's message, each check's output.
     criteria: list[FailedCriterion] = field(default_factory=list)
     checks: list[FailedCheck] = field(default_factory=list)
+    # NEEDS_HUMAN: the protected paths the submission changes, and their diff.
+    held: list[str] = field(default_factory=list)
+    diff: str = ""
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -153,11 +169,24 @@ def decide(
     config: VerifierConfig | None = None,
     error: str | None = None,
     missing_commit: tuple[str, str] | None = None,
+    baseline: BaselineEvidence | None = None,
+    allowed: Sequence[str] = (),
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
     places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
-    the verifier fetched the repository and the submitted commit is not in it."""
+    the verifier fetched the repository and the submitted commit is not in it. `baseline`: what
+    the submission changed (None: a verifier that did not say); `allowed`: the protected paths a
+    human allowed this submission to change."""
+    held = held_paths(config, baseline, allowed)
+    if error and held:
+        # The run broke after the verifier saw a changed harness: that change may be why.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            f"{held_reason(held)}; the run also broke: {error}",
+            held=held,
+            diff=baseline.diff if baseline is not None else "",
+        )
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
     if missing_commit is not None:
@@ -199,7 +228,8 @@ def decide(
         # The reviewer broke or never ran (no reviewer key): that is the verifier's failure, not
         # the executor's, so it uses no attempt.
         return Outcome(Verdict.ERROR, f"no reviewer answer for {', '.join(unanswered)}")
-    failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0)
+    report_problems = _report_problems(checks, reports)
+    failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0 or n in report_problems)
     failed: list[FailedCriterion] = []
     counted: dict[str, CriterionResult] = {}
     for c in criteria:
@@ -243,11 +273,26 @@ def decide(
         for n in failing_checks
     ]
     # Failing criteria first: the executor fixes those; a check's output says more about them.
-    findings = [_line(f) for f in failed] + [f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+    findings = [_line(f) for f in failed] + [
+        report_problems.get(f.name) or f"check {f.name} exited {f.exit_code}" for f in failed_checks
+    ]
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
     failed_ids = [f.id for f in failed]
+    if held:
+        # Whatever the checks said: a changed harness can make them say anything.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            held_reason(held),
+            findings,
+            [],
+            counted,
+            failed,
+            failed_checks,
+            held=held,
+            diff=baseline.diff if baseline is not None else "",
+        )
     if not failing_checks and not failed:
         return Outcome(
             Verdict.PASSED,
@@ -275,6 +320,53 @@ def decide(
             + ", ".join(failed_ids)
         )
     return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks)
+
+
+def _report_problems(checks: Mapping[str, CheckResult], reports: Mapping[str, str]) -> dict[str, str]:
+    """Check name -> why its report says the check failed though it may have exited 0: the
+    report is not the check's own, or it holds failed testcases."""
+    out: dict[str, str] = {}
+    for name, c in checks.items():
+        path = reports.get(name, "its report path")
+        if c.report_problem == "committed":
+            out[name] = f"the commit holds the report file {path}: the check writes it"
+        elif c.report_problem == "stale":
+            out[name] = (
+                f"check {name}'s report {path} was last written before the check started: it is no evidence"
+            )
+        elif c.report_failed and c.exit_code == 0:
+            names = ", ".join(c.report_failed_names)
+            more = (
+                f" and {c.report_failed - len(c.report_failed_names)} more"
+                if c.report_failed > len(c.report_failed_names)
+                else ""
+            )
+            out[name] = (
+                f"check {name} exited 0 but its report holds {_count(c.report_failed, 'failed testcase')}: "
+                f"{names}{more}"
+            )
+    return out
+
+
+def held_paths(
+    config: VerifierConfig | None, baseline: BaselineEvidence | None, allowed: Sequence[str] = ()
+) -> list[str]:
+    """The protected paths the submission changes that no human allowed. A list cut at
+    MAX_CHANGED holds the run too (its name stands for the paths past the cut)."""
+    if config is None or baseline is None:
+        return []
+    globs = protect_globs(config.protect, [c.command for c in config.checks.values()])
+    if not globs:
+        return []
+    found = protected(baseline.changed, globs, baseline.harness_unchanged)
+    if baseline.changed_total > len(baseline.changed):
+        found.append(f"(and {baseline.changed_total - len(baseline.changed)} more changed paths not listed)")
+    return [p for p in found if p not in set(allowed)]
+
+
+def held_reason(held: Sequence[str]) -> str:
+    """The reason a run holds a submission for a person, naming the paths."""
+    return "the submission changes protected paths: " + ", ".join(held)
 
 
 def _line(f: FailedCriterion) -> str:

@@ -28,7 +28,13 @@ PREDICATE_TYPES = (TEST_RESULT, VSA)
 
 # A run's verdict as a test-result `result`: an error (or a spec error) decided nothing about
 # the code, so it is WARNED, with the reason in `taskgate.error`.
-RESULTS = {"passed": "PASSED", "failed": "FAILED", "error": "WARNED", "spec_error": "WARNED"}
+RESULTS = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "WARNED",
+    "spec_error": "WARNED",
+    "needs_human": "WARNED",
+}
 
 # Our own verifiedLevels (VSA v1: custom values must not start with "SLSA_").
 VERIFIED = "TASKGATE_VERIFIED"  # a passed run of the verifier backs the acceptance

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from taskgate.domain.baseline import valid_glob
+
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
 MIN_TIMEOUT_MINUTES = 0.05
@@ -69,6 +71,10 @@ class VerifierConfig(BaseModel):
     # How many cloud verifier tasks may drain this project's queue at once. None: the stack's
     # VerifierConcurrency. A local `taskgate verify` ignores it (it has --jobs).
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    # Globs of the paths a submission may not change without a human (domain/baseline.py):
+    # None applies baseline.DEFAULT_PROTECT (the test harness of pytest and the JavaScript
+    # runners); [] switches protection off.
+    protect: list[str] | None = Field(default=None, max_length=200)
 
     def base_branch_choice(self) -> str | None:
         """The base branch a human named (here or for the reviewer); None leaves it to the
@@ -76,6 +82,15 @@ class VerifierConfig(BaseModel):
         if self.base_branch:
             return self.base_branch
         return self.reviewer.base_branch if self.reviewer is not None else None
+
+    @field_validator("protect")
+    @classmethod
+    def _protect(cls, v: list[str] | None) -> list[str] | None:
+        for glob in v or []:
+            problem = valid_glob(glob) if len(glob) <= 500 else "a protect glob is at most 500 characters"
+            if problem is not None:
+                raise ValueError(problem)
+        return v
 
     @field_validator("image")
     @classmethod

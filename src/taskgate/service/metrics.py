@@ -39,7 +39,7 @@ from taskgate.store.port import Item
 DEFAULT_DAYS = 14
 MAX_DAYS = 90
 DECISIVE = ("passed", "failed")
-FINISHED = ("passed", "failed", "error", "spec_error")  # a spec error is no verifier error
+FINISHED = ("passed", "failed", "error", "spec_error", "needs_human")  # a spec error is no verifier error
 
 
 class _Out(BaseModel):

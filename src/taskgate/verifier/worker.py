@@ -93,6 +93,7 @@ class Finished:
             "error": g.error,
             "commit_missing": g.commit_missing,
             "commit": g.commit,
+            "baseline": g.baseline.model_dump(mode="json", exclude={"diff"}) if g.baseline else None,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -329,6 +330,7 @@ class Worker:
             "error": g.error,
             **({"commit_missing": True} if g.commit_missing else {}),
             **({"commit": g.commit} if g.commit else {}),
+            **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:

@@ -78,6 +78,7 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         error=body.error,
         commit_missing=body.commit_missing,
         commit=body.commit,
+        baseline=body.baseline,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
