@@ -1,9 +1,12 @@
 """What task lifecycles cost on AWS, all in, priced per 1,000 lifecycles; and with
---verification what one verification costs on Fargate.
+--verification what one verification costs on Fargate; with --verification --fleet what a
+fleet's verifications cost under one task per submission and under draining.
 
     python bench/cost.py [--n 50] [--text typical|minimal] [--spec] [--verification]
                          [--agents-via api|cloudfront] [--fleet-rate 0.1]
                          [--tracing ...] [--platform-log-level ...] [--auth-cache-s ...]
+    python bench/cost.py --verification --fleet [--submissions 100] [--window-s 600]
+                         [--check-wall-s S] [--container-start-s 30] [--concurrency N] [--idle-s S]
 
 A lifecycle is: a human creates a task (REST, from the board), an agent claims it, heartbeats
 twice and submits (MCP), a human accepts it (REST). It runs through the real Lambda handlers of
@@ -64,6 +67,20 @@ request are printed as `auth_requests` and are in the units and the price.
 With --verification the verifier's wall time is measured by running bench/verify_overhead.py
 (its repository, --check-seconds of checks, --verify-runs runs); the container's start on
 Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an estimate.
+
+--fleet (with --verification) prices the verifier tasks alone, for a fleet's load: --submissions
+arriving at random (seeded) over --window-s, each verification taking the wall time measured as
+above (or --check-wall-s). Two ways, each on-demand and on Spot:
+- one task per submission (the stack before draining): each billed from its image pull to its
+  end, a minute at least;
+- draining (service/dispatch.py): a submission starts a task only when fewer than
+  --concurrency (VerifierConcurrency) run and the queue holds more than the running ones take;
+  a task verifies the queue in order, looks for more every DRAIN_POLL_S, and exits --idle-s
+  (VerifierIdleSeconds) after its last run, plus the look it takes after giving its slot back.
+Each task pays its secrets once; logs are per verification. The control plane (Lambda,
+DynamoDB) is the same both ways and left out. Prints the tasks, billed task-seconds, the
+submit-to-verdict p50/p95 of each way, its cost per 1,000 verifications, and last
+    drain_cost_ratio=<draining / one task per submission, on-demand>
 """
 
 from __future__ import annotations
@@ -72,6 +89,7 @@ import argparse
 import dataclasses
 import gzip
 import math
+import random
 import statistics
 import sys
 import time
@@ -485,6 +503,8 @@ class Settings:
     verifier_capacity: str  # FARGATE | FARGATE_SPOT
     verifier_arch: dict[str, str]  # capacity -> CPU architecture of the task definition
     attestation_key_spec: str  # AttestationKeySpec: what a kms:Sign costs
+    verifier_concurrency: int = 2  # VerifierConcurrency: draining tasks per project at once
+    verifier_idle_s: float = 30.0  # VerifierIdleSeconds: a draining task's wait for more work
 
     @classmethod
     def from_template(cls) -> Settings:
@@ -516,6 +536,8 @@ class Settings:
             verifier_capacity=value({"Ref": "VerifierCapacity"}),
             verifier_arch={"FARGATE": on_demand_arch, "FARGATE_SPOT": spot_arch},
             attestation_key_spec=value({"Ref": "AttestationKeySpec"}),
+            verifier_concurrency=int(value({"Ref": "VerifierConcurrency"})),
+            verifier_idle_s=float(value({"Ref": "VerifierIdleSeconds"})),
         )
 
     def access_log_bytes(self, route: str, status: int) -> int:
@@ -986,6 +1008,143 @@ def verification_usd(settings: Settings, capacity: str, wall_s: float, start_s: 
     }
 
 
+# -- a fleet's verifications: one task per submission vs draining --------------------------------
+
+DRAIN_POLL_S = 2.0  # cloud/ecs.py's DRAIN_POLL_S: a draining task's look at the queue
+DRAIN_SETTLE_S = 1.0  # verifier/worker.py's DRAIN_SETTLE_S: its last look after giving the slot back
+
+
+@dataclass(frozen=True)
+class FleetTask:
+    ready_at: float  # container started (after pull and start)
+    end_at: float
+    verifications: int
+    start_s: float
+
+    @property
+    def billed_s(self) -> float:
+        return max(BILLING_MINIMUM_S, math.ceil(self.start_s + self.end_at - self.ready_at))
+
+
+@dataclass
+class FleetRun:
+    tasks: list[FleetTask]
+    latencies: list[float]  # submit to verdict, per submission
+
+
+def arrivals(n: int, window_s: float, seed: int) -> list[float]:
+    """`n` submissions at random over the window (a Poisson process given its count)."""
+    rng = random.Random(seed)
+    return sorted(rng.uniform(0, window_s) for _ in range(n))
+
+
+def one_task_each(times: list[float], wall_s: float, start_s: float) -> FleetRun:
+    tasks = [FleetTask(t + start_s, t + start_s + wall_s, 1, start_s) for t in times]
+    return FleetRun(tasks, [start_s + wall_s] * len(times))
+
+
+def draining(
+    times: list[float], wall_s: float, start_s: float, concurrency: int, idle_s: float, poll_s: float
+) -> FleetRun:
+    """Submissions in arrival order. Tasks take the oldest waiting one whenever free, so each
+    goes to the task that can take it first (first in, first out over identical tasks): a busy
+    task as its run ends, an idle one at its next look, one that gave its slot back at its last
+    look. A task exits idle_s after its last run, plus that last look."""
+
+    @dataclass
+    class Task:
+        ready_at: float
+        free_at: float  # when its last run ends (its start, before any)
+        done: int = 0
+
+        def exit_at(self) -> float:
+            return self.free_at + idle_s + DRAIN_SETTLE_S
+
+        def takes_at(self, t: float) -> float:
+            if t <= self.free_at:
+                return self.free_at
+            seen = self.free_at + math.ceil((t - self.free_at) / poll_s) * poll_s
+            return seen if seen <= self.free_at + idle_s else self.exit_at()
+
+    tasks: list[Task] = []
+    verdicts: list[float] = []
+    latencies: list[float] = []
+    for t in times:
+        running = [task for task in tasks if task.exit_at() > t]
+        # What the dispatcher counts (service/dispatch.py): the submissions not decided yet,
+        # this one included, against the live slots.
+        queued = 1 + sum(1 for v in verdicts if v > t)
+        if len(running) < min(concurrency, queued):
+            started = Task(ready_at=t + start_s, free_at=t + start_s)
+            tasks.append(started)
+            running.append(started)
+        task = min(running, key=lambda x: x.takes_at(t))
+        task.free_at = task.takes_at(t) + wall_s
+        task.done += 1
+        verdicts.append(task.free_at)
+        latencies.append(task.free_at - t)
+    return FleetRun([FleetTask(x.ready_at, x.exit_at(), x.done, start_s) for x in tasks], latencies)
+
+
+def task_usd(settings: Settings, capacity: str, task: FleetTask) -> float:
+    """One task's charges: per billed second, its secrets once, its log lines per verification."""
+    arch = settings.verifier_arch[capacity]
+    vcpu_h, gb_h = FARGATE_USD_H[(capacity, arch)]
+    billed_h = task.billed_s / 3600
+    return (
+        settings.verifier_cpu / 1024 * vcpu_h * billed_h
+        + settings.verifier_memory_mb / 1024 * gb_h * billed_h
+        + USD_PER_PUBLIC_IPV4_H * billed_h
+        + SECRET_CALLS_PER_TASK * USD_PER_SECRET_CALL
+        + task.verifications
+        * VERIFIER_LOG_BYTES
+        / 1e9
+        * (USD_PER_LOG_GB + USD_PER_LOG_GB_MONTH * settings.retention_days / 30)
+    )
+
+
+def fleet(args: argparse.Namespace, settings: Settings) -> None:
+    if args.check_wall_s is not None:
+        wall, how = args.check_wall_s, "given"
+    else:
+        walls = verifier_wall_s(args.verify_runs, args.check_seconds)
+        wall = statistics.median(walls)
+        how = f"measured: bench/verify_overhead.py, checks {args.check_seconds:g} s, runs " + " ".join(
+            f"{w:.2f}" for w in walls
+        )
+    concurrency = args.concurrency or settings.verifier_concurrency
+    idle = args.idle_s if args.idle_s is not None else settings.verifier_idle_s
+    times = arrivals(args.submissions, args.window_s, args.seed)
+    print(
+        f"fleet: submissions={args.submissions} window_s={args.window_s:g} verification_wall_s={wall:.2f} "
+        f"({how}) container_start_s={args.container_start_s:g} concurrency={concurrency} idle_s={idle:g} "
+        f"poll_s={DRAIN_POLL_S:g} cpu={settings.verifier_cpu} memory_mb={settings.verifier_memory_mb} "
+        f"prices={PRICES_AS_OF!r}"
+    )
+    ways = {
+        "per_submission": one_task_each(times, wall, args.container_start_s),
+        "draining": draining(times, wall, args.container_start_s, concurrency, idle, DRAIN_POLL_S),
+    }
+    usd: dict[tuple[str, str], float] = {}
+    for name, run in ways.items():
+        assert sum(t.verifications for t in run.tasks) == len(times) == len(run.latencies), name
+        lat = sorted(run.latencies)
+        p50, p95 = statistics.median(lat), lat[min(len(lat) - 1, math.ceil(0.95 * len(lat)) - 1)]
+        for capacity in ("FARGATE", "FARGATE_SPOT"):
+            usd[(name, capacity)] = sum(task_usd(settings, capacity, t) for t in run.tasks)
+        print(
+            f"  {name}: tasks={len(run.tasks)} billed_task_s={sum(t.billed_s for t in run.tasks):.0f} "
+            f"submit_to_verdict_p50_s={p50:.1f} p95_s={p95:.1f} "
+            + " ".join(
+                f"per_1000_verifications_usd[{c}]={usd[(name, c)] / len(times) * 1000:.4f}"
+                for c in ("FARGATE", "FARGATE_SPOT")
+            )
+        )
+    spot = usd[("draining", "FARGATE_SPOT")] / usd[("per_submission", "FARGATE_SPOT")]
+    print(f"  drain_cost_ratio[FARGATE_SPOT]={spot:.3f} (goal <= 0.25)")
+    print(f"drain_cost_ratio={usd[('draining', 'FARGATE')] / usd[('per_submission', 'FARGATE')]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1038,7 +1197,30 @@ def main() -> None:
         default=CONTAINER_START_S,
         help=f"image pull and container start on Fargate, seconds (default {CONTAINER_START_S:.0f}, an estimate)",
     )
+    parser.add_argument(
+        "--fleet",
+        action="store_true",
+        help="with --verification: price a fleet's verifications, one task per submission vs draining "
+        "(the lifecycles are not run)",
+    )
+    parser.add_argument("--submissions", type=int, default=100, help="--fleet: submissions (default 100)")
+    parser.add_argument(
+        "--window-s",
+        type=float,
+        default=600.0,
+        help="--fleet: over how many seconds they arrive (default 600)",
+    )
+    parser.add_argument(
+        "--check-wall-s",
+        type=float,
+        help="--fleet: one verification's wall time, seconds (default: measured as --verification does)",
+    )
+    parser.add_argument("--concurrency", type=int, help="--fleet: override VerifierConcurrency")
+    parser.add_argument("--idle-s", type=float, help="--fleet: override VerifierIdleSeconds")
+    parser.add_argument("--seed", type=int, default=1, help="--fleet: the arrivals' random seed")
     args = parser.parse_args()
+    if args.fleet and not args.verification:
+        parser.error("--fleet prices verifications: give --verification with it")
     settings = Settings.from_template()
     overrides = {
         "tracing": args.tracing,
@@ -1047,6 +1229,9 @@ def main() -> None:
         "attestation_key_spec": args.attestation_key_spec,
     }
     settings = dataclasses.replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    if args.fleet:
+        fleet(args, settings)
+        return
     text = TYPICAL if args.text == "typical" else MINIMAL
     print(
         f"lifecycles={args.n} text={args.text} spec={'yes' if args.spec else 'no'} "

@@ -279,7 +279,7 @@ def test_code_that_reads_or_ends_its_grader_goes_to_a_human_using_no_attempt(
     assert task["findings"] == []
     [run_] = detail["runs"]
     assert run_["status"] == "needs_human" and run_["screened"]
-    assert detail["history"][-1]["action"] == "verify_needs_human"
+    assert detail["history"][-1]["action"] == "verify_hold"
     facts = statement(run_)["predicate"]
     assert facts["result"] == "WARNED" and facts["taskgate"]["screened"][0]["path"] == "calc.py"
 

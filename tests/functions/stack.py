@@ -157,6 +157,8 @@ class Stack:
     ecs: Any
     streams: Any
     kms_key_arn: str = ""
+    task_role: str = ""
+    cache_bucket: str = ""
     _iterators: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -229,9 +231,13 @@ def stack(
     extra_env: dict[str, str] | None = None,
     verifier_capacity: str = "FARGATE",
     attestation_key_spec: str | None = None,
+    verifier_concurrency: int | None = None,
 ) -> Iterator[Stack]:
     """The stack on moto, with the functions' environment set as template.yaml sets it
-    (`verifier_capacity`, `attestation_key_spec`: those parameters; None: the default)."""
+    (`verifier_capacity`, `attestation_key_spec`, `verifier_concurrency`: those parameters;
+    None: the default)."""
+    if verifier_concurrency is None:
+        verifier_concurrency = int(parameter_default("VerifierConcurrency"))
     key_spec = attestation_key_spec or parameter_default("AttestationKeySpec")
     conditions = {
         **CONDITIONS,
@@ -273,6 +279,14 @@ def stack(
                 resource("VerifierExecutionRole")["Properties"]["AssumeRolePolicyDocument"], default=str
             ),
         )["Role"]["Arn"]
+        task_role = iam.create_role(
+            RoleName=f"{table}-task",
+            AssumeRolePolicyDocument=json.dumps(
+                resource("VerifierTaskRole")["Properties"]["AssumeRolePolicyDocument"], default=str
+            ),
+        )["Role"]["Arn"]
+        cache_bucket = f"{table}-cache"
+        session.client("s3", region_name=REGION).create_bucket(Bucket=cache_bucket)
         cluster = ecs.create_cluster(
             clusterName=f"{table}-verifiers",
             capacityProviders=resource("VerifierCluster")["Properties"]["CapacityProviders"],
@@ -292,6 +306,9 @@ def stack(
             "VerifierImageTag": "latest",
             "VerifierRepository.RepositoryUri": f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/verifier",
             "VerifierExecutionRole.Arn": role,
+            "VerifierTaskRole.Arn": task_role,
+            "Table": table,
+            "CacheBucket": cache_bucket,
             "VerifierSecret": secret_arn,
             "VerifierLogs": f"/ecs/{table}",
             "HttpApi": api_host.split(".")[0],
@@ -316,6 +333,8 @@ def stack(
                 "VerifierSecurityGroup": group,
                 "VerifierAssignPublicIp": "ENABLED",
                 "VerifierCapacity": verifier_capacity,
+                "VerifierConcurrency": str(verifier_concurrency),
+                "VerifierIdleSeconds": str(parameter_default("VerifierIdleSeconds")),
             },
             conditions,
         )
@@ -353,6 +372,8 @@ def stack(
                 ecs=ecs,
                 streams=streams,
                 kms_key_arn=kms_key["Arn"],
+                task_role=task_role,
+                cache_bucket=cache_bucket,
             )
         finally:
             runtime.reset()

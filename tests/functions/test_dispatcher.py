@@ -2,9 +2,12 @@
 Streams, filtered by template.yaml's FilterCriteria, handed to the handler in-process; the
 verifier container started on ECS (moto), from the task definition template.yaml defines.
 
-One Fargate task per submission, whatever the stream does (a retried batch, a record twice in
-a batch, a warm container seeing it again); none when verification is off; none for any other
-item; a record that cannot be processed comes back in batchItemFailures and nothing else fails.
+A submission starts a task draining its project only when fewer than the project's concurrency
+hold a live slot and the queue holds more than the running tasks take; whatever the stream does
+(a retried batch, a record twice in a batch, a warm container seeing it again) a running task
+is not doubled; none when verification is off; none for any other item; a record that cannot be
+processed comes back in batchItemFailures and nothing else fails. A task that stops renewing its
+lease loses its slot: the next submission or the scheduled sweep starts another.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from botocore.exceptions import ClientError
 
 from taskgate.cloud import dispatcher
 from taskgate.cloud.dispatcher import handler
+from taskgate.cloud.ecs import LEASE_VAR, drain_command, lease_from_value
 from taskgate.domain.models import CredentialKind, CriterionInput, Status, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
-from taskgate.service import claims, keys, projects, records, review, tasks, verification
-from taskgate.service.dispatch import Dispatch, State
+from taskgate.service import claims, dispatch, keys, projects, records, review, tasks, verification
+from taskgate.service.dispatch import Slot, SlotState
 from tests.functions.stack import Stack, run_task_requests, stack, stream_event
 from tests.support.world import SHA
 
@@ -72,7 +76,16 @@ def _commands(s: Stack) -> list[list[str]]:
     ]
 
 
-def test_a_submission_starts_exactly_one_verifier_even_when_its_record_comes_again(cloud: Stack) -> None:
+def _slots(s: Stack, project: str) -> list[tuple[int, Slot]]:
+    pk, _ = records.drain_key(project, 0)
+    return [(i.version, Slot.model_validate(i.data)) for i in s.ctx.store.query(pk, sk_prefix="SLOT#").items]
+
+
+def _outcomes(s: Stack) -> list[str]:
+    return [line["outcome"] for line in s.output.logs() if line.get("message") == "dispatch"]
+
+
+def test_a_submission_starts_one_draining_verifier_even_when_its_record_comes_again(cloud: Stack) -> None:
     _project(cloud, "shop", verification_on=True)
     agent = _agent(cloud)
     tid = _submit(cloud, agent, "shop")
@@ -86,32 +99,83 @@ def test_a_submission_starts_exactly_one_verifier_even_when_its_record_comes_aga
 
     result = cloud.invoke(handler, stream_event(delivered))
     assert result == {"batchItemFailures": []}
-    assert _commands(cloud) == [["verify", "--task", tid]]
+    assert _commands(cloud) == [drain_command("shop")]
+    assert drain_command("shop")[:4] == ["verify", "--project", "shop", "--drain"]
     started = _started(cloud)[0]
     assert started["taskDefinitionArn"] == cloud.task_definition
     assert started["startedBy"] == "taskgate-dispatcher"
+    [override] = started["overrides"]["containerOverrides"]
+    [env] = override["environment"]
+    assert env["name"] == LEASE_VAR
+    lease = lease_from_value(env["value"])
+    assert (lease.project, lease.slot) == ("shop", 0)
 
-    # A retried batch, the same record twice in one batch, on the same warm container.
+    # A retried batch, the same record twice in one batch, on the same warm container: the
+    # task already draining the project picks the submission up.
     assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
     assert cloud.invoke(handler, stream_event(delivered + delivered)) == {"batchItemFailures": []}
     assert len(_started(cloud)) == 1
 
-    marker = cloud.ctx.store.query(records.task_pk(tid), sk_prefix="D#").items
-    assert len(marker) == 1
-    dispatch = Dispatch.model_validate(marker[0].data)
-    assert dispatch.state is State.STARTED and dispatch.started == started["taskArn"]
-    outcomes = [line.get("outcome") for line in cloud.output.logs() if line.get("message") == "dispatch"]
-    assert outcomes == ["started", "duplicate", "duplicate", "duplicate"]
+    [(_, slot)] = _slots(cloud, "shop")
+    assert slot.state is SlotState.STARTING and slot.started == started["taskArn"]
+    assert slot.holder == lease.holder
+    assert _outcomes(cloud) == ["started", "draining", "draining", "draining"]
     assert cloud.output.metrics()[("VerifierTasksStarted", ())] == 1
 
 
-def test_each_submission_gets_its_own_verifier(cloud: Stack) -> None:
+def test_a_submission_arriving_while_a_task_drains_is_left_to_it_up_to_the_concurrency() -> None:
+    """Concurrency 2: one submission, one task; a second one waiting while the first task
+    verifies, a second task; a third, none (both slots live)."""
+    with stack(verifier_concurrency=2) as cloud:
+        _project(cloud, "shop", verification_on=True)
+        agent = _agent(cloud)
+        _submit(cloud, agent, "shop")
+        cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
+        _submit(cloud, agent, "shop")
+        cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
+        _submit(cloud, agent, "shop")
+        cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
+        assert _outcomes(cloud) == ["started", "started", "draining"]
+        assert sorted(n for _, n in [(v, s.slot) for v, s in _slots(cloud, "shop")]) == [0, 1]
+        assert len(_started(cloud)) == 2
+
+
+def test_with_concurrency_one_every_later_submission_goes_to_the_running_task() -> None:
+    with stack(verifier_concurrency=1) as cloud:
+        _project(cloud, "shop", verification_on=True)
+        agent = _agent(cloud)
+        for _ in range(3):
+            _submit(cloud, agent, "shop")
+            cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
+        assert _outcomes(cloud) == ["started", "draining", "draining"]
+        assert len(_started(cloud)) == 1
+
+
+def test_a_projects_own_concurrency_overrides_the_stacks() -> None:
+    with stack(verifier_concurrency=1) as cloud:
+        _project(cloud, "shop", verification_on=True)
+        projects.set_verifier_config(
+            cloud.ctx, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}, "concurrency": 3}
+        )
+        agent = _agent(cloud)
+        for _ in range(4):
+            _submit(cloud, agent, "shop")
+        cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
+        assert _outcomes(cloud) == ["started", "started", "started", "draining"]
+
+
+def test_a_concurrency_out_of_range_is_refused_and_changes_nothing(cloud: Stack) -> None:
+    from taskgate.domain.errors import TaskgateError
+
     _project(cloud, "shop", verification_on=True)
-    agent = _agent(cloud)
-    first, second = _submit(cloud, agent, "shop"), _submit(cloud, agent, "shop")
-    delivered = cloud.delivered(cloud.new_records())
-    assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
-    assert sorted(_commands(cloud)) == sorted([["verify", "--task", first], ["verify", "--task", second]])
+    before = cloud.ctx.project("shop").verifier_config
+    for bad in (0, 21, "many"):
+        with pytest.raises(TaskgateError) as exc:
+            projects.set_verifier_config(
+                cloud.ctx, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}, "concurrency": bad}
+            )
+        assert exc.value.code == "E_VALIDATION" and "concurrency" in str(exc.value)
+    assert cloud.ctx.project("shop").verifier_config == before
 
 
 def test_nothing_starts_when_verification_is_off(cloud: Stack) -> None:
@@ -121,10 +185,9 @@ def test_nothing_starts_when_verification_is_off(cloud: Stack) -> None:
     assert len(delivered) == 1  # the filter cannot see the project's switch; the function reads it
     assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
     assert _started(cloud) == []
-    assert cloud.ctx.store.query(records.task_pk(tid), sk_prefix="D#").items == []
-    assert [line["outcome"] for line in cloud.output.logs() if line.get("message") == "dispatch"] == [
-        "verification_off"
-    ]
+    assert _slots(cloud, "quiet") == []
+    assert cloud.ctx.task(tid).status is Status.NEEDS_VERIFICATION
+    assert _outcomes(cloud) == ["verification_off"]
 
 
 def test_other_items_and_other_changes_start_nothing(cloud: Stack) -> None:
@@ -158,7 +221,7 @@ def test_other_items_and_other_changes_start_nothing(cloud: Stack) -> None:
     assert len(skipped) >= 1
 
 
-def test_verify_again_after_needs_human_starts_a_new_verifier_for_the_same_attempt(cloud: Stack) -> None:
+def test_verify_again_after_the_task_left_starts_a_new_verifier(cloud: Stack) -> None:
     _project(cloud, "shop", verification_on=True)
     tid = _submit(cloud, _agent(cloud), "shop")
     cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records())))
@@ -174,18 +237,22 @@ def test_verify_again_after_needs_human_starts_a_new_verifier_for_the_same_attem
         run = verification.start(cloud.ctx, verifier, task_id=tid).run
         verification.finish(cloud.ctx, verifier, tid, run.id, checks={}, results={}, error="checkout failed")
     assert cloud.ctx.task(tid).status is Status.NEEDS_HUMAN
+    # The task that ran gave its slot back when the queue stayed empty, and exited.
+    [override] = _started(cloud)[0]["overrides"]["containerOverrides"]
+    dispatch.release(cloud.ctx, lease_from_value(override["environment"][0]["value"]))
     review.resolve(cloud.ctx, HUMAN, tid, review.Resolution.REVERIFY)
     assert cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records()))) == {
         "batchItemFailures": []
     }
-    assert _commands(cloud) == [["verify", "--task", tid]] * 2
-    assert len(cloud.ctx.store.query(records.task_pk(tid), sk_prefix="D#").items) == 2
+    assert _commands(cloud) == [drain_command("shop")] * 2
+    [(version, slot)] = _slots(cloud, "shop")
+    assert slot.slot == 0 and slot.state is SlotState.STARTING and version >= 3  # taken back over
 
 
 def test_an_unreadable_record_is_a_partial_batch_failure_and_the_rest_is_done(cloud: Stack) -> None:
     _project(cloud, "shop", verification_on=True)
     agent = _agent(cloud)
-    good = _submit(cloud, agent, "shop")
+    _submit(cloud, agent, "shop")
     [record] = cloud.delivered(cloud.new_records())
     broken = copy.deepcopy(record)
     image = broken["dynamodb"]["NewImage"]
@@ -196,7 +263,7 @@ def test_an_unreadable_record_is_a_partial_batch_failure_and_the_rest_is_done(cl
 
     result = cloud.invoke(handler, stream_event([record, broken]))
     assert result == {"batchItemFailures": [{"itemIdentifier": broken["dynamodb"]["SequenceNumber"]}]}
-    assert _commands(cloud) == [["verify", "--task", good]]
+    assert _commands(cloud) == [drain_command("shop")]
     failed = [
         line
         for line in cloud.output.logs()
@@ -229,17 +296,20 @@ def test_a_start_that_failed_is_retried_and_still_starts_one_verifier(cloud: Sta
             "batchItemFailures": [{"itemIdentifier": delivered[0]["dynamodb"]["SequenceNumber"]}]
         }
         assert _started(cloud) == []
-        [marker] = cloud.ctx.store.query(records.task_pk(tid), sk_prefix="D#").items
-        assert Dispatch.model_validate(marker.data).state is State.STARTING
+        # The slot it took is given back at once: a failed start holds no work back.
+        [(_, slot)] = _slots(cloud, "shop")
+        assert slot.state is SlotState.RELEASED
 
         # Lambda retries the batch from the failed record.
         assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
         assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
     finally:
         ecs.meta.events.unregister("before-call.ecs.RunTask", throttle)
-    assert _commands(cloud) == [["verify", "--task", tid]]
-    [marker] = cloud.ctx.store.query(records.task_pk(tid), sk_prefix="D#").items
-    assert Dispatch.model_validate(marker.data).state is State.STARTED
+    assert _commands(cloud) == [drain_command("shop")]
+    [(_, slot)] = _slots(cloud, "shop")
+    assert slot.state is SlotState.STARTING and slot.started == _started(cloud)[0]["taskArn"]
+    assert _outcomes(cloud) == ["started", "draining"]
+    assert cloud.ctx.task(tid).status is Status.NEEDS_VERIFICATION
 
 
 def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> None:
@@ -251,8 +321,10 @@ def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> N
     with run_task_requests(dispatcher.launcher().client) as sent:
         cloud.invoke(handler, stream_event(delivered))
     [params] = sent
-    pk, sk = records.dispatch_key(tid, 1, int(delivered[0]["dynamodb"]["NewImage"]["V"]["N"]))
-    assert params["clientToken"] == dispatcher.launcher().token(f"{pk}|{sk}")
+    version = int(delivered[0]["dynamodb"]["NewImage"]["V"]["N"])
+    # The slot's holder: the record that asked (task, attempt, version), the slot, its version.
+    holder = f"{tid}|1|{version}#0#1"
+    assert params["clientToken"] == dispatcher.launcher().token(holder)
     assert len(params["clientToken"]) <= 64
     # On-demand Fargate unless the stack says Spot (VerifierCapacity), as a strategy: ECS takes
     # a capacity provider strategy or a launch type, never both.
@@ -263,8 +335,12 @@ def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> N
         "securityGroups": [cloud.security_group],
         "assignPublicIp": "ENABLED",
     }
-    # Keys reach the container from Secrets Manager through the task definition, never here.
-    assert "environment" not in json.dumps(params["overrides"])
+    # Keys reach the container from Secrets Manager through the task definition, never here:
+    # the only variable passed is the slot's lease, which names no secret.
+    [override] = params["overrides"]["containerOverrides"]
+    assert [e["name"] for e in override["environment"]] == [LEASE_VAR]
+    assert lease_from_value(override["environment"][0]["value"]).holder == holder
+    assert "tgv_" not in json.dumps(params) and "secret" not in json.dumps(params).lower()
 
 
 def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stack) -> None:
@@ -286,7 +362,15 @@ def test_the_task_definition_injects_the_keys_from_the_stacks_secret(cloud: Stac
         "TASKGATE_GIT_TOKEN": f"{cloud.secret_arn}:git_token::",
     }
     plain = {e["name"]: e["value"] for e in container["environment"]}
-    assert set(plain) == {"TASKGATE_SERVER", "TASKGATE_VERIFIER_IMAGE"}
+    assert set(plain) == {
+        "TASKGATE_SERVER",
+        "TASKGATE_VERIFIER_IMAGE",
+        "TASKGATE_TABLE",
+        "TASKGATE_CACHE_BUCKET",
+    }
+    assert plain["TASKGATE_TABLE"] == cloud.table  # where the task renews its slot
+    assert plain["TASKGATE_CACHE_BUCKET"] == cloud.cache_bucket
+    assert definition["taskRoleArn"] == cloud.task_role
     assert plain["TASKGATE_SERVER"].startswith("https://")
     assert plain["TASKGATE_VERIFIER_IMAGE"] == container["image"]  # it says which image it is
     # The secret the stack creates holds exactly the JSON keys the task definition reads.
@@ -307,7 +391,8 @@ def test_a_spot_stack_starts_its_verifiers_on_fargate_spot_on_x86() -> None:
             assert cloud.invoke(handler, stream_event(delivered)) == {"batchItemFailures": []}
         [params] = sent
         assert params["capacityProviderStrategy"] == [{"capacityProvider": "FARGATE_SPOT", "weight": 1}]
-        assert _commands(cloud) == [["verify", "--task", tid]]
+        assert _commands(cloud) == [drain_command("shop")]
+        assert cloud.ctx.task(tid).status is Status.NEEDS_VERIFICATION
         definition = cloud.ecs.describe_task_definition(taskDefinition=cloud.task_definition)[
             "taskDefinition"
         ]

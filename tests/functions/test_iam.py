@@ -168,7 +168,9 @@ def test_the_limits_the_design_names() -> None:
         assert ("ecs:RunTask" in _actions(role)) == (role == "DispatcherRole"), role
         passes = [st for st in _statements(role, _FakeRefs()) if "iam:PassRole" in st["Action"]]
         if role in ("ApiRole", "DispatcherRole"):
-            assert [st["Resource"] for st in passes] == [["<VerifierExecutionRole.Arn>"]], role
+            assert [st["Resource"] for st in passes] == [
+                ["<VerifierExecutionRole.Arn>", "<VerifierTaskRole.Arn>"]
+            ], role
             assert passes[0]["Condition"] == {
                 "StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}
             }
@@ -230,11 +232,16 @@ def test_only_the_functions_that_decide_or_accept_may_sign_and_only_with_the_att
         )
 
 
-def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight() -> None:
+def test_the_verifier_task_role_reaches_its_slots_and_the_caches_only() -> None:
     props = resource("VerifierTaskDefinition")["Properties"]
-    assert "TaskRoleArn" not in props
+    assert props["TaskRoleArn"] == {"Fn::GetAtt": ["VerifierTaskRole", "Arn"]}
     [container] = props["ContainerDefinitions"]
-    assert [e["Name"] for e in container["Environment"]] == ["TASKGATE_SERVER", "TASKGATE_VERIFIER_IMAGE"]
+    assert [e["Name"] for e in container["Environment"]] == [
+        "TASKGATE_SERVER",
+        "TASKGATE_VERIFIER_IMAGE",
+        "TASKGATE_TABLE",
+        "TASKGATE_CACHE_BUCKET",
+    ]
     assert {s["Name"] for s in container["Secrets"]} == {
         "TASKGATE_VERIFIER_KEY",
         "TASKGATE_REVIEWER_KEY",
@@ -243,6 +250,29 @@ def test_the_verifier_task_has_no_aws_credentials_and_no_secret_in_plain_sight()
     execution = _statements("VerifierExecutionRole", _FakeRefs())
     secret_reads = [st for st in execution if "secretsmanager:GetSecretValue" in st["Action"]]
     assert [st["Resource"] for st in secret_reads] == [["<VerifierSecret>"]]
+    # The task's own role: read and write its drain slot (no delete, no query, no other
+    # partition), read and write cache objects; nothing else in AWS.
+    task = _statements("VerifierTaskRole", _FakeRefs())
+    assert sorted((tuple(st["Action"]), tuple(st["Resource"])) for st in task) == [
+        (("dynamodb:GetItem", "dynamodb:PutItem"), ("<Table.Arn>",)),
+        (("s3:GetObject", "s3:PutObject"), ("<CacheBucket.Arn>/cache/*",)),
+        (("s3:ListBucket",), ("<CacheBucket.Arn>",)),
+    ]
+    [table] = [st for st in task if "dynamodb:GetItem" in st["Action"]]
+    assert table["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["DRAIN#*"]}}
+    # No function's role may write the cache: the bucket policy refuses every writer but the
+    # verifier task's role, whatever an identity policy grants.
+    for role in FUNCTIONS.values():
+        assert not any(
+            a.startswith("s3:") and "Cache" in json.dumps(st["Resource"])
+            for st in _statements(role, _FakeRefs())
+            for a in st["Action"]
+        ), role
+    policy = resolve(resource("CacheBucketPolicy")["Properties"]["PolicyDocument"], _FakeRefs())
+    [deny] = [st for st in policy["Statement"] if st.get("Sid") == "OnlyTheVerifierTaskWrites"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*"
+    assert set(deny["Action"]) == {"s3:PutObject", "s3:DeleteObject"}
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": "<VerifierTaskRole.Arn>"}}
 
 
 # -- observed -------------------------------------------------------------------------------
@@ -319,6 +349,7 @@ def _dynamodb(op: str, params: dict[str, Any], table_arn: Callable[[str], str]) 
 class Recorder:
     stack: Stack
     execution_role: str
+    task_role: str = ""
     active: bool = False
     requests: list[Request] = field(default_factory=list)
 
@@ -358,13 +389,22 @@ class Recorder:
                 Request("ecs:RunTask", params["taskDefinition"], {"ecs:cluster": [params["cluster"]]})
             )
             # ECS checks that the caller may pass the roles the task definition names.
-            self.requests.append(
-                Request(
-                    "iam:PassRole", self.execution_role, {"iam:PassedToService": ["ecs-tasks.amazonaws.com"]}
+            for role in (self.execution_role, self.task_role):
+                self.requests.append(
+                    Request("iam:PassRole", role, {"iam:PassedToService": ["ecs-tasks.amazonaws.com"]})
                 )
-            )
-        elif service == "s3" and op == "PutObject":
+        elif service == "s3" and op in (
+            "PutObject",
+            "CreateMultipartUpload",
+            "UploadPart",
+            "CompleteMultipartUpload",
+            "AbortMultipartUpload",
+        ):
             self.requests.append(Request("s3:PutObject", f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"))
+        elif service == "s3" and op in ("GetObject", "HeadObject"):
+            self.requests.append(Request("s3:GetObject", f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"))
+            # S3 answers a missing key with 404 rather than 403 only if the caller may list.
+            self.requests.append(Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}"))
         elif service == "s3" and op == "ListObjectsV2":
             self.requests.append(Request("s3:ListBucket", f"arn:aws:s3:::{params['Bucket']}"))
         elif service == "s3" and op == "DeleteObjects":
@@ -427,7 +467,7 @@ def _allows(st: dict[str, Any], request: Request, resource_pattern: str | None =
 def observed() -> Iterator[tuple[Stack, Recorder]]:
     with stack() as s:
         boto3.setup_default_session(region_name=REGION)  # the functions' clients are made from it
-        recorder = Recorder(s, s.execution_role)
+        recorder = Recorder(s, s.execution_role, s.task_role)
         assert boto3.DEFAULT_SESSION is not None
         boto3.DEFAULT_SESSION.events.register("before-parameter-build", recorder)
         yield s, recorder
@@ -447,6 +487,8 @@ def _refs(s: Stack, bucket: str = "board-bucket", distribution: str = "E00000000
             "VerifierTaskDefinition": s.task_definition,
             "VerifierCluster.Arn": s.cluster,
             "VerifierExecutionRole.Arn": s.execution_role,
+            "VerifierTaskRole.Arn": s.task_role,
+            "CacheBucket.Arn": f"arn:aws:s3:::{s.cache_bucket}",
             "BoardBucket.Arn": f"arn:aws:s3:::{bucket}",
             "Distribution": distribution,
             "AttestationKey.Arn": s.kms_key_arn,
@@ -687,15 +729,76 @@ def test_dispatcher_role_allows_exactly_what_it_does(observed: tuple[Stack, Reco
     )
     delivered = s.delivered(s.new_records())
     rec.run(dispatcher.handler, stream_event(delivered))
-    rec.run(dispatcher.handler, stream_event(delivered))  # the duplicate reads its dispatch record
+    rec.run(dispatcher.handler, stream_event(delivered))  # a task already drains: reads the slots only
     assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 1
-    # The nightly run: the project directory, each project, whether work waits, its image.
+    # The nightly run: the project directory, each project's slots, whether work waits, its
+    # image. "site" has work whose record never reached the dispatcher: it starts a task there.
     _setup_project(s, "idle")
+    _setup_project(s, "site")
+    projects.set_verifier_config(s.ctx, HUMAN, "site", {"checks": {"unit": {"command": "pytest"}}})
+    projects.set_verification(s.ctx, HUMAN, "site", True)
+    other = tasks.create(s.ctx, HUMAN, "site", title="b", criteria=[CriterionInput(text="ok")]).task
+    claims.submit(
+        s.ctx,
+        agent,
+        other.id,
+        claims.claim(s.ctx, agent, "site", task_id=other.id).token,
+        commit_sha=SHA,
+        evidence="d",
+    )
     rec.run(
         dispatcher.handler, {"nightly": True, "execution_id": "e-1", "scheduled_time": "2026-01-01T02:00:00Z"}
     )
     assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 2
     _check("DispatcherRole", _refs(s), rec)
+
+
+def test_verifier_task_role_allows_exactly_what_the_task_does(
+    observed: tuple[Stack, Recorder], tmp_path: Any
+) -> None:
+    """The draining task's lease (renew, give back, take back) and the S3 cache (a miss, a save,
+    a restore), made as the container makes them, against the task role."""
+    from taskgate.cloud.drain_lease import lease_from_env
+    from taskgate.cloud.ecs import LEASE_VAR, lease_value
+    from taskgate.service import dispatch
+    from taskgate.verifier import cache_s3
+
+    s, rec = observed
+    _setup_project(s)
+    projects.set_verifier_config(s.ctx, HUMAN, "shop", {"checks": {"unit": {"command": "pytest"}}})
+    keys.create(s.ctx, HUMAN, kind=CredentialKind.VERIFIER, name="ci", verifier_kind=VerifierKind.LOCAL)
+    projects.set_verification(s.ctx, HUMAN, "shop", True)
+    leases: list[dispatch.Lease] = []
+
+    def launch(_start: str, _project: str, _definition: str, lease: dispatch.Lease) -> str:
+        leases.append(lease)
+        return "arn:aws:ecs:task/1"
+
+    dispatch.ensure(s.ctx, "shop", launch, base=s.task_definition, start_id="t")
+    env = {
+        "TASKGATE_TABLE": s.table,
+        LEASE_VAR: lease_value(leases[0]),
+        "TASKGATE_CACHE_BUCKET": s.cache_bucket,
+    }
+    rec.active = True
+    try:
+        slot = lease_from_env(env)
+        slot.every_s = 0.01
+        assert slot.held() is True
+        slot.release()
+        assert slot.reacquire() is True
+        slot.release()
+        cache = cache_s3.from_env(env)
+        assert cache is not None
+        assert cache.restore("deps-abc", tmp_path / "none") is False
+        (tmp_path / "venv").mkdir()
+        (tmp_path / "venv" / "marker").write_text("x")
+        cache.save("deps-abc", tmp_path / "venv")
+        assert cache.restore("deps-abc", tmp_path / "back") is True
+    finally:
+        rec.active = False
+    assert (tmp_path / "back" / "marker").read_text() == "x"
+    _check("VerifierTaskRole", _refs(s), rec)
 
 
 def test_board_publisher_role_allows_exactly_what_it_does(

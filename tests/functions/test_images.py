@@ -20,6 +20,7 @@ import pytest
 from taskgate.cloud import dispatcher
 from taskgate.cloud.api import handler as api_handler
 from taskgate.cloud.dispatcher import NightlyIncomplete, handler
+from taskgate.cloud.ecs import drain_command
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
@@ -93,7 +94,8 @@ def test_a_saved_image_gets_a_copy_of_the_stacks_task_definition_with_only_the_i
     base, copy_ = _definition(cloud, cloud.task_definition), _definition(cloud, registered)
     assert copy_["family"] == base["family"] and copy_["revision"] == base["revision"] + 1
     assert copy_["executionRoleArn"] == base["executionRoleArn"] == cloud.execution_role
-    assert "taskRoleArn" not in copy_  # the verifier task has no AWS role, its copies neither
+    # The verifier task's role (its slot's lease, the caches) goes with every copy.
+    assert copy_["taskRoleArn"] == base["taskRoleArn"] == cloud.task_role
     for key in ("cpu", "memory", "networkMode", "requiresCompatibilities", "runtimePlatform"):
         assert copy_[key] == base[key], key
     [ours], [theirs] = base["containerDefinitions"], copy_["containerDefinitions"]
@@ -169,10 +171,11 @@ def test_the_dispatcher_starts_each_submission_in_its_projects_image(cloud: Stac
     }
     by_command = {tuple(_command(t)): t["taskDefinitionArn"] for t in _started(cloud)}
     assert by_command == {
-        ("verify", "--task", submitted["web"]): images[NODE],
-        ("verify", "--task", submitted["api"]): images[JDK],
-        ("verify", "--task", submitted["lib"]): cloud.task_definition,
+        tuple(drain_command("web")): images[NODE],
+        tuple(drain_command("api")): images[JDK],
+        tuple(drain_command("lib")): cloud.task_definition,
     }
+    assert all(cloud.ctx.task(t).status.value == "needs_verification" for t in submitted.values())
 
 
 def test_a_project_whose_image_has_no_revision_is_never_started_in_another_image(cloud: Stack) -> None:
@@ -230,7 +233,8 @@ def test_after_a_stack_update_the_old_copy_still_runs_and_the_next_save_register
         "batchItemFailures": []
     }
     [task] = _started(cloud)
-    assert task["taskDefinitionArn"] == old_copy.data["task_definition"] and _command(task)[-1] == tid
+    assert task["taskDefinitionArn"] == old_copy.data["task_definition"]
+    assert _command(task) == drain_command("web") and cloud.ctx.task(tid).project == "web"
     assert any("older revision of the stack's" in str(line.get("message")) for line in cloud.output.logs())
     revisions = len(_revisions(cloud))
     projects.set_verifier_config(cloud.ctx, HUMAN, "web", {"checks": CHECKS, "image": NODE})
@@ -260,24 +264,26 @@ def test_the_nightly_run_starts_one_container_per_project_with_waiting_work_in_i
     images = {i.sk: i.data["task_definition"] for i in cloud.ctx.store.query(records.IMAGES_PK).items}
     with run_task_requests(dispatcher.launcher().client) as sent:
         result = _nightly(cloud)
-        _nightly(cloud)  # the schedule retrying the same execution
-        _nightly(cloud, "exec-2")  # the next night
+        retried = _nightly(cloud)  # the schedule retrying the same execution
+        later = _nightly(cloud, "exec-2")  # the next night
     assert set(result["started"]) == {"web", "api", "lib"}
     first = sent[:3]
     assert {
         tuple(p["overrides"]["containerOverrides"][0]["command"]): p["taskDefinition"] for p in first
     } == {
-        ("verify", "--once", "--project", "web"): images[NODE],
-        ("verify", "--once", "--project", "api"): images[JDK],
-        ("verify", "--once", "--project", "lib"): cloud.task_definition,
+        tuple(drain_command("web")): images[NODE],
+        tuple(drain_command("api")): images[JDK],
+        tuple(drain_command("lib")): cloud.task_definition,
     }
-    # One token per project and execution: a retried execution repeats them (ECS, not moto,
-    # answers those with the tasks already started); the next night's are new.
+    # The tasks started are still draining: a retried execution or the next night starts no
+    # second task for a project, except where more waits than its running tasks take (web: two
+    # submissions, concurrency 2).
+    assert set(retried["started"]) == {"web"} and later["started"] == {}
+    assert len(sent) == 4
     tokens = [p["clientToken"] for p in sent]
-    assert len(sent) == 9 and len(set(tokens[:3])) == 3
-    assert tokens[3:6] == tokens[:3] and not set(tokens[6:]) & set(tokens[:3])
+    assert len(set(tokens)) == 4
     done = [line for line in cloud.output.logs() if line.get("message") == "nightly done"]
-    assert [(d["started"], d["failed"]) for d in done] == [(3, 0)] * 3
+    assert [(d["started"], d["failed"]) for d in done] == [(3, 0), (1, 0), (0, 0)]
 
 
 def test_a_nightly_project_that_cannot_start_fails_the_run_after_the_others_started(cloud: Stack) -> None:
@@ -295,7 +301,7 @@ def test_a_nightly_project_that_cannot_start_fails_the_run_after_the_others_star
     with pytest.raises(NightlyIncomplete, match="web"):
         _nightly(cloud)
     [task] = _started(cloud)
-    assert _command(task) == ["verify", "--once", "--project", "lib"]
+    assert _command(task) == drain_command("lib")
     errors = [line for line in cloud.output.logs() if line.get("message") == "nightly verifier not started"]
     assert [e["project"] for e in errors] == ["web"] and "NotRegistered" in errors[0]["reason"]
 

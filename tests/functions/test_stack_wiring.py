@@ -39,7 +39,12 @@ def test_the_stream_filter_matches_the_queue_key_of_a_waiting_task() -> None:
 
 def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
     source = "\n".join(p.read_text() for p in (ROOT / "src" / "taskgate" / "cloud").glob("*.py"))
-    read = set(re.findall(r'env(?:iron)?(?:\.get\(|\[)"(TASKGATE_ECS_[A-Z_]+)"', source))
+    read = set(
+        re.findall(
+            r'env(?:iron)?(?:\.get\(|\[)"(TASKGATE_(?:ECS_[A-Z_]+|VERIFIER_CONCURRENCY|DRAIN_IDLE_S))"',
+            source,
+        )
+    )
     assert read == set(_env("DispatcherFunction")) - {"TASKGATE_STORE", "TASKGATE_TABLE"}
     [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
     assert _env("DispatcherFunction")["TASKGATE_ECS_CONTAINER"] == container["Name"]
@@ -66,6 +71,16 @@ def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
         for st in policy["PolicyDocument"]["Statement"]
     ]
     assert invoke["Action"] == "lambda:InvokeFunction" and invoke["Resource"] == target["Arn"]
+    # The sweep of lost verifier tasks invokes the dispatcher the same way, with its own flag.
+    drain_sweep = resource("VerifierSweep")["Properties"]
+    assert drain_sweep["Target"]["Arn"] == target["Arn"]
+    assert drain_sweep["Target"]["RoleArn"] == target["RoleArn"]
+    assert drain_sweep["ScheduleExpression"] == {"Ref": "VerifierSweepSchedule"}
+    assert json.loads(drain_sweep["Target"]["Input"]) == {
+        "sweep": True,
+        "execution_id": "<aws.scheduler.execution-id>",
+        "scheduled_time": "<aws.scheduler.scheduled-time>",
+    }
     sweep_input = json.loads(resource("SweeperSchedule")["Properties"]["Target"]["Input"])
     assert set(sweep_input) == {"execution_id", "scheduled_time"}  # cloud/sweeper.py's correlation id
     globals_ = template()["Globals"]["Function"]["Environment"]["Variables"]

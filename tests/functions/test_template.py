@@ -122,9 +122,10 @@ def test_logging_tracing_and_retention_are_what_the_docs_say() -> None:
 
 
 def test_the_priced_choices_are_what_the_docs_say() -> None:
-    """The verifier's capacity and the attestation key's spec set what bench/cost.py prices."""
+    """The verifier's capacity, how many verifier tasks drain a project and how long they wait
+    for more, and the attestation key's spec set what bench/cost.py prices."""
     params, documented = _template()["Parameters"], _documented_defaults()
-    for name in ("VerifierCapacity", "AttestationKeySpec"):
+    for name in ("VerifierCapacity", "AttestationKeySpec", "VerifierConcurrency", "VerifierIdleSeconds"):
         assert documented.get(name) == str(params[name]["Default"]), name
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
-from taskgate.domain.outcome import Evidence, ScreenHit
+from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import Acting
 from taskgate.service import claims, projects, review, specs, tasks
 from tests.support.evidence import CONFIG, run_verifier
@@ -53,8 +54,9 @@ def _criteria() -> list[CriterionInput]:
     return [CriterionInput(text="unit tests pass", kind=CriterionKind.TEST, verify_ref="tests.test_x")]
 
 
-def reach(scene: Scene, status: Status, *, with_submission: bool = False) -> Scene:
-    """Put a fresh task of `scene` into `status` by real calls."""
+def reach(scene: Scene, status: Status, *, with_submission: bool = False, held: bool = False) -> Scene:
+    """Put a fresh task of `scene` into `status` by real calls; `held`: into needs_human by a
+    run whose submission changes a protected path."""
     w, a = scene.world, scene.agent
     if status is Status.BACKLOG:
         spec = w.spec(approve=False)
@@ -83,7 +85,12 @@ def reach(scene: Scene, status: Status, *, with_submission: bool = False) -> Sce
             verify(scene, Evidence.PASS)
         review.accept(w.ctx, w.human, scene.task_id)
     elif status is Status.NEEDS_HUMAN:
-        if with_submission:
+        if held:
+            if not w.ctx.project("demo").verification_on:
+                switch_on(scene)
+            reach(scene, Status.NEEDS_VERIFICATION)
+            verify(scene, Evidence.PASS, baseline=HARNESS_CHANGED)
+        elif with_submission:
             if not w.ctx.project("demo").verification_on:
                 switch_on(scene)
             reach(scene, Status.NEEDS_VERIFICATION)
@@ -104,9 +111,19 @@ def reach(scene: Scene, status: Status, *, with_submission: bool = False) -> Sce
     return scene
 
 
-def verify(scene: Scene, evidence: Evidence | None, *, error: str | None = None) -> None:
+# A submission whose change to the test harness holds its run for a human.
+HARNESS_CHANGED = BaselineEvidence(branch="main", commit="b" * 40, changed=["conftest.py"], changed_total=1)
+
+
+def verify(
+    scene: Scene,
+    evidence: Evidence | None,
+    *,
+    error: str | None = None,
+    baseline: BaselineEvidence | None = None,
+) -> None:
     assert scene.verifier is not None
-    run_verifier(scene.ctx, scene.verifier, scene.task_id, evidence, error=error)
+    run_verifier(scene.ctx, scene.verifier, scene.task_id, evidence, error=error, baseline=baseline)
 
 
 def prepare(scene: Scene, action: Action) -> None:
@@ -153,10 +170,8 @@ def perform(scene: Scene, action: Action) -> None:
         verify(scene, None, error="checkout failed")
     elif action is Action.VERIFY_SPEC_ERROR:
         verify(scene, Evidence.AMBIGUOUS)
-    elif action is Action.VERIFY_NEEDS_HUMAN:
-        assert scene.verifier is not None
-        hit = ScreenHit(path="calc.py", line=3, rule="py.exit", text="os._exit(0)")
-        run_verifier(ctx, scene.verifier, tid, Evidence.PASS, screened=[hit])
+    elif action is Action.VERIFY_HOLD:
+        verify(scene, Evidence.PASS, baseline=HARNESS_CHANGED)
     elif action is Action.REOPEN:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:

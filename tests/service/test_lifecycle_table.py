@@ -21,7 +21,7 @@ VERIFIER_ACTIONS = {
     Action.VERIFY_FAIL,
     Action.VERIFY_ERROR,
     Action.VERIFY_SPEC_ERROR,
-    Action.VERIFY_NEEDS_HUMAN,
+    Action.VERIFY_HOLD,
 }
 
 
@@ -57,7 +57,8 @@ def test_every_row_of_the_table(world: World, row: Move) -> None:
         scene.task_id = world.task(spec_id=spec.id, blocked_by=blockers).id
         assert world.reload(scene.task_id).status is row.source
     else:
-        reach(scene, row.source, with_submission=row.action is Action.REVERIFY)
+        held = row.source is Status.NEEDS_HUMAN and row.action is Action.REOPEN
+        reach(scene, row.source, with_submission=row.action is Action.REVERIFY, held=held)
     before = world.reload(scene.task_id)
     perform(scene, row.action)
     after = world.reload(scene.task_id)

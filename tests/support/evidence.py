@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, ScreenHit
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig
@@ -61,6 +62,7 @@ def run_verifier(
     error: str | None = None,
     checks: dict[str, CheckResult] | None = None,
     screened: list[ScreenHit] | None = None,
+    baseline: BaselineEvidence | None = None,
 ) -> tuple[Any, Any]:
     """One whole run the way `taskgate verify` makes it: start, the reviewer's answer (if a reviewer
     is given and the task has review criteria), finish. `evidence` None sends no results."""
@@ -80,4 +82,5 @@ def run_verifier(
         results={} if evidence is None else local_results(criteria, evidence),
         error=error,
         screened=screened,
+        baseline=baseline,
     )

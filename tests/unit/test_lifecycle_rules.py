@@ -150,9 +150,11 @@ def test_a_move_that_does_not_depend_on_the_project_lands_alike_whatever_its_set
 
 
 def test_a_human_move_is_found_by_where_it_goes() -> None:
-    from taskgate.domain.lifecycle import Who, human_move
+    from taskgate.domain.lifecycle import OWN_CALL, Who, human_move
 
-    human_rows = [m for m in TABLE if m.who is Who.HUMAN]
+    # reopening a held submission (needs_human -> ready) is its own call, with findings
+    assert {(Status.NEEDS_HUMAN, Action.REOPEN)} == OWN_CALL
+    human_rows = [m for m in TABLE if m.who is Who.HUMAN and (m.source, m.action) not in OWN_CALL]
     pairs = {(m.source, m.target) for m in human_rows}
     assert len(pairs) == len({(m.source, m.target, m.action) for m in human_rows})  # one action per pair
     for m in human_rows:
@@ -198,8 +200,8 @@ def test_every_landing_in_needs_human_says_why() -> None:
         Action.FAIL_DESIGN_CONFLICT: WhyHuman.REPORTED_FAILURE,
         Action.VERIFY_FAIL: WhyHuman.ATTEMPTS_USED_UP,
         Action.VERIFY_ERROR: WhyHuman.VERIFIER_ERRORS,
-        Action.VERIFY_NEEDS_HUMAN: WhyHuman.READS_GRADER,
         Action.VERIFY_SPEC_ERROR: WhyHuman.SPEC_ERROR,
+        Action.VERIFY_HOLD: WhyHuman.HELD,
         Action.REOPEN: WhyHuman.ATTEMPTS_USED_UP,
         Action.BLOCKERS_DONE: WhyHuman.ATTEMPTS_USED_UP,
         Action.SPEC_APPROVED: WhyHuman.ATTEMPTS_USED_UP,

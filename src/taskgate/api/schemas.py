@@ -13,9 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import (
     AgentRole,
+    AllowedChange,
     Attempt,
     Credential,
     CredentialKind,
@@ -183,6 +185,10 @@ class TaskOut(Out):
     needs_human: NeedsHuman | None = Field(
         description="While the task is in needs_human: why (attempts used up, verifier errors, a "
         "spec error, an escalation, a reported failure) and the reason in words"
+    )
+    allowed: AllowedChange | None = Field(
+        default=None,
+        description="Protected paths a human allowed the submission (commit_sha, as submitted) to change",
     )
     flags: list[FlagOut] = Field(
         description="Flags of the current attempt only (earlier attempts keep theirs in attempts[])"
@@ -536,6 +542,12 @@ class FinishIn(In):
         max_length=200,
         description="Lines the submission adds that read or end their grader (the screen's hits): "
         "the run goes to a human.",
+    )
+    baseline: BaselineEvidence | None = Field(
+        default=None,
+        description="What the submission changes against its baseline (the merge-base with the "
+        "base branch): kept on the run, signed (its commit and a digest of the changed paths); a "
+        "change to a protected path no human allowed holds the task for a person.",
     )
 
 

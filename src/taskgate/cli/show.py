@@ -60,6 +60,34 @@ def _evidence_line(ev: dict[str, Any]) -> str:
     return f"      {ev.get('result', '?'):9} {detail[0][:160] if detail else ''}".rstrip()
 
 
+def changed_lines(base: dict[str, Any]) -> list[str]:
+    """A run's baseline and the paths its submission changes, protected ones and test files marked."""
+    where = (
+        f"{base.get('branch')} at {base['commit'][:12]}"
+        if base.get("commit")
+        else f"none ({base.get('why')})"
+    )
+    listed = base.get("changed") or []
+    total = base.get("changed_total") or len(listed)
+    out = [f"changed paths against the baseline, {where}: {total}"]
+    protected, tests = set(base.get("protected") or []), set(base.get("test_files") or [])
+    allowed = set((base.get("allowed") or {}).get("paths") or [])
+    for path in listed:
+        marks = [
+            m
+            for m, on in (
+                ("protected", path in protected),
+                ("allowed", path in allowed),
+                ("test", path in tests),
+            )
+            if on
+        ]
+        out.append(f"  {path}" + (f"  [{', '.join(marks)}]" if marks else ""))
+    if total > len(listed):
+        out.append(f"  … and {total - len(listed)} more")
+    return out
+
+
 def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
     """A task as a person reads it at a terminal: criteria with the last run's evidence,
     attempts, findings, runs, notes and history."""
@@ -108,6 +136,8 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
                 + (f" ({checks})" if checks else "")
                 + (f" — {r['summary']}" if r.get("summary") else "")
             )
+    if last and last.get("baseline"):
+        out += changed_lines(last["baseline"])
     if detail.get("notes"):
         out.append("notes:")
         out += [f"  {n['at']}  {n['author']}: {n['body']}" for n in detail["notes"]]

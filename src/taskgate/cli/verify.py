@@ -10,6 +10,16 @@ from typing import Any
 from taskgate.cli.client import DEFAULT_SERVER
 
 
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {value!r}")
+    return seconds
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     import signal
 
@@ -20,6 +30,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     if args.task and (args.once or args.project):
         raise SystemExit("taskgate verify: --task verifies one task; it goes without --once and --project")
+    if args.drain and (args.task or args.once):
+        raise SystemExit(
+            "taskgate verify: --drain verifies until the queue stays empty; it goes without --task and --once"
+        )
+    if args.idle_exit is not None and not args.drain:
+        raise SystemExit("taskgate verify: --idle-exit goes with --drain")
 
     def stop(*_: object) -> None:
         raise KeyboardInterrupt  # SIGTERM (a container stopping) ends a run like Ctrl-C does
@@ -35,7 +51,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
         project=args.project,
         interval_s=args.interval,
         json_lines=args.json,
+        drain=args.drain,
+        idle_exit_s=args.idle_exit if args.idle_exit is not None else 30.0,
     )
+    # A cloud verifier task's slot among its project's verifiers: its lease is renewed through
+    # the table, with the task role's credentials, which are resolved here before they leave
+    # the environment with the keys.
+    slot = None
+    if args.drain and os.environ.get("TASKGATE_DRAIN_LEASE"):
+        from taskgate.cloud.drain_lease import lease_from_env
+
+        slot = lease_from_env(os.environ)
     # The image this verifier runs in (the task definition sets it) is no secret, but it shares
     # the TASKGATE_ prefix that isolate() clears from the environment: keep it for the worker.
     image = os.environ.get(IMAGE_VAR)
@@ -44,7 +70,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (HardeningError, SandboxError) as exc:
         raise SystemExit(f"taskgate verify: {exc}") from None
     env = {**os.environ, **({IMAGE_VAR: image} if image else {})}
-    return Worker(dataclasses.replace(opts, sandbox=sandbox), env=env).main()
+    return Worker(dataclasses.replace(opts, sandbox=sandbox, slot=slot), env=env).main()
 
 
 def register(sub: Any) -> None:
@@ -69,6 +95,18 @@ def register(sub: Any) -> None:
     )
     vf.add_argument(
         "--interval", type=float, default=30.0, help="seconds between polls (default %(default)s)"
+    )
+    vf.add_argument(
+        "--drain",
+        action="store_true",
+        help="verify waiting work and what arrives meanwhile; exit once nothing arrived for --idle-exit seconds",
+    )
+    vf.add_argument(
+        "--idle-exit",
+        type=_positive_seconds,
+        default=None,
+        metavar="S",
+        help="with --drain: seconds without work before it exits (default 30)",
     )
     vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
     vf.add_argument(

@@ -1,17 +1,19 @@
-"""The dispatcher function: the table's stream in, one Fargate verifier task per submission out.
+"""The dispatcher function: the table's stream in, a Fargate verifier draining the project out.
 
 The event source mapping's filter passes only items whose new image is in a needs_verification
 queue (GSI1PK "Q#needs_verification#<project>", i.e. task items); this function keeps the
 records where the task *entered* that status (the old image was in another one) and hands
-them to `service.dispatch`, which reads the project's switch and starts at most one container
-per submission. Records are processed with Powertools' batch processor: a record that fails
-(unreadable image, ECS refusing to start) is reported in `batchItemFailures`, so Lambda
-retries from it while the records before it stay done.
+the project to `service.dispatch.ensure`, which reads the project's switch and starts a
+verifier task only when fewer than the project's concurrency are draining it (else the running
+ones pick the submission up). Records are processed with Powertools' batch processor: a record
+that fails (unreadable image, ECS refusing to start) is reported in `batchItemFailures`, so
+Lambda retries from it while the records before it stay done.
 
-The nightly schedule invokes the same function with {"nightly": true, "execution_id",
-"scheduled_time"}: one container per project with verification on and work waiting, in that
-project's image (`service.dispatch.nightly`). A project it could not start is logged as an error
-and fails the invocation, so the schedule retries it (the starts carry the execution id in their
+Two schedules invoke the same function. {"sweep": true, "execution_id"} (every few minutes):
+lapsed slots of lost or stuck tasks are logged, and every project with work waiting and no
+live slot gets a task, so no submission waits on a task that is gone. {"nightly": true, ...}:
+the same, logged as the nightly run. A project it could not start is logged as an error and
+fails the invocation, so the schedule retries it (the starts carry the execution id in their
 idempotency tokens: what already started is not started again).
 """
 
@@ -28,7 +30,7 @@ from taskgate.cloud import observe
 from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
-from taskgate.service.dispatch import Entered, dispatch, nightly
+from taskgate.service.dispatch import Entered, Outcome, ensure, sweep
 from taskgate.store import body
 from taskgate.store.port import Item
 
@@ -84,16 +86,30 @@ def _record(record: DynamoDBRecord) -> str:
             observe.logger.info("not a submission entering verification", event_id=event_id)
             return "skipped"
         observe.bind(task_id=found.task_id)
-        outcome = dispatch(
-            runtime.context(), found, launcher().launch, base=launcher().task_definition, stale=_stale
+        result = ensure(
+            runtime.context(),
+            found.project,
+            launcher().launch_drain,
+            base=launcher().task_definition,
+            # A redelivered record asks again with the same id (the start's idempotency token).
+            start_id=f"{found.task_id}|{found.attempt}|{found.version}",
+            stack_concurrency=launcher().concurrency,
+            stale=_stale,
         )
+        outcome = result.outcome
     except Exception:
         observe.logger.exception("record failed; Lambda delivers it again", event_id=event_id)
         raise
     finally:
         observe.logger.remove_keys(["task_id"])
     observe.logger.info(
-        "dispatch", outcome=outcome.value, task_id=found.task_id, attempt=found.attempt, event_id=event_id
+        "dispatch",
+        outcome=outcome.value,
+        task_id=found.task_id,
+        attempt=found.attempt,
+        project=found.project,
+        slot=result.slot,
+        event_id=event_id,
     )
     return outcome.value
 
@@ -108,30 +124,46 @@ def _stale(project: str, task_definition: str) -> None:
 
 
 class NightlyIncomplete(RuntimeError):
-    """Some project with waiting work got no verifier tonight: the schedule retries."""
+    """Some project with waiting work got no verifier on a scheduled run: the schedule retries."""
 
 
-def _nightly(event: dict[str, Any]) -> dict[str, Any]:
+def _scheduled(event: dict[str, Any], kind: str) -> dict[str, Any]:
     run_id = str(event.get("execution_id") or event.get("scheduled_time") or "")
     if not run_id:
-        raise ValueError("a nightly event carries the schedule's execution_id")
+        raise ValueError(f"a {kind} event carries the schedule's execution_id")
     observe.bind(scheduled_time=str(event.get("scheduled_time") or "") or None)
-    report = nightly(
-        runtime.context(), run_id, launcher().launch_project, base=launcher().task_definition, stale=_stale
+    report = sweep(
+        runtime.context(),
+        run_id,
+        launcher().launch_drain,
+        base=launcher().task_definition,
+        stack_concurrency=launcher().concurrency,
+        stale=_stale,
+        prefix=kind,
     )
-    for s in report.started:
-        observe.logger.info(
-            "nightly verifier started",
-            project=s.project,
-            task_definition=s.task_definition,
-            started=s.started,
+    for project, slot in report.lapsed:
+        observe.logger.warning(
+            "verifier slot lapsed: its task stopped renewing its lease (crashed, stopped, or stuck)",
+            project=project,
+            slot=slot,
         )
+    for project, result in report.started:
+        if result.outcome is Outcome.STARTED:
+            observe.logger.info(
+                f"{kind} verifier started",
+                project=project,
+                slot=result.slot,
+                task_definition=result.task_definition,
+                started=result.started,
+            )
     for project, why in report.failed.items():
-        observe.logger.error("nightly verifier not started", project=project, reason=why)
-    observe.logger.info("nightly done", started=len(report.started), failed=len(report.failed))
+        observe.logger.error(f"{kind} verifier not started", project=project, reason=why)
+    started = {p: r.started for p, r in report.started if r.outcome is Outcome.STARTED}
+    if report.started or report.failed or report.lapsed or kind == "nightly":
+        observe.logger.info(f"{kind} done", started=len(started), failed=len(report.failed))
     if report.failed:
         raise NightlyIncomplete(f"no verifier started for {', '.join(sorted(report.failed))}")
-    return {"started": {s.project: s.started for s in report.started}}
+    return {"started": started, "lapsed": [f"{p}#{n}" for p, n in report.lapsed]}
 
 
 # A batch whose every record failed is answered like any other (all its records in
@@ -143,7 +175,9 @@ _processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entir
 def _dispatch_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
     observe.bind(principal=PRINCIPAL)
     if event.get("nightly") is True:
-        return _nightly(event)
+        return _scheduled(event, "nightly")
+    if event.get("sweep") is True:
+        return _scheduled(event, "sweep")
     result = process_partial_response(
         event=event, record_handler=_record, processor=_processor, context=context
     )

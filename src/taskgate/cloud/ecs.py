@@ -1,6 +1,7 @@
-"""Start the verifier container on Fargate: one `taskgate verify --task <id>` per dispatch, one
-`taskgate verify --once --project <p>` per project with waiting work at night; and register the
-task definition revision of a project's verifier image (service/images.py).
+"""Start the verifier container on Fargate: `taskgate verify --project <p> --drain`, which verifies
+the project's waiting work until none is left and exits (service/dispatch.py decides when one
+starts); and register the task definition revision of a project's verifier image
+(service/images.py).
 
 Settings come from the stack (template.yaml sets them on the dispatcher; the API function, which
 registers revisions, gets the task definition and the container name):
@@ -15,6 +16,9 @@ registers revisions, gets the task definition and the container name):
   TASKGATE_ECS_CAPACITY_PROVIDER  FARGATE (default) or FARGATE_SPOT: the capacity provider the
                                 task runs on (a Spot task stopped by AWS ends its run as an error,
                                 which the rules retry like any other)
+  TASKGATE_VERIFIER_CONCURRENCY draining tasks per project at once, unless its verifier config
+                                says otherwise (default 2)
+  TASKGATE_DRAIN_IDLE_S         how long a draining task waits for more work before it exits
 
 The container's entry point is `taskgate`; the command chooses what it verifies. Its keys and
 the git token reach it from Secrets Manager through the task definition, never from here.
@@ -24,15 +28,23 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain.verifier_config import IMAGE_VAR
+from taskgate.service.dispatch import DEFAULT_CONCURRENCY, Lease
 from taskgate.service.images import ImageRefused
 
 STARTED_BY = "taskgate-dispatcher"
+# The draining task's slot, passed in the container's environment (not a secret: a name).
+LEASE_VAR = "TASKGATE_DRAIN_LEASE"
+DRAIN_IDLE_S = 30.0
+# Between looks at the queue while draining: a submission waits at most this long for a task
+# that is already running (the API answers an empty queue in one cheap index read).
+DRAIN_POLL_S = 2.0
 # What DescribeTaskDefinition returns that RegisterTaskDefinition takes back: a revision of a
 # project's image is the stack's own with only the image changed.
 _REGISTERABLE = (
@@ -56,13 +68,37 @@ _REGISTERABLE = (
 
 
 def task_command(task_id: str) -> list[str]:
-    """The container's command for one submission (the entry point is `taskgate`)."""
+    """The container's command for one submission (the entry point is `taskgate`): what a
+    person runs by hand in the image; the dispatcher starts draining tasks."""
     return ["verify", "--task", task_id]
 
 
 def project_command(project: str) -> list[str]:
-    """The container's command for the nightly run of one project."""
+    """The container's command for everything waiting in one project, once."""
     return ["verify", "--once", "--project", project]
+
+
+def drain_command(project: str, idle_s: float = DRAIN_IDLE_S) -> list[str]:
+    """The container's command for a task draining one project's queue."""
+    return [
+        "verify",
+        "--project",
+        project,
+        "--drain",
+        "--idle-exit",
+        f"{idle_s:g}",
+        "--interval",
+        f"{DRAIN_POLL_S:g}",
+    ]
+
+
+def lease_value(lease: Lease) -> str:
+    return json.dumps({"project": lease.project, "slot": lease.slot, "holder": lease.holder})
+
+
+def lease_from_value(value: str) -> Lease:
+    raw = json.loads(value)
+    return Lease(project=str(raw["project"]), slot=int(raw["slot"]), holder=str(raw["holder"]))
 
 
 def _repository(image: str) -> str:
@@ -91,6 +127,8 @@ class EcsLauncher:
     security_groups: tuple[str, ...]
     public_ip: str = "ENABLED"
     capacity_provider: str = "FARGATE"
+    concurrency: int = DEFAULT_CONCURRENCY
+    idle_s: float = DRAIN_IDLE_S
 
     @classmethod
     def from_env(cls, client: Any | None = None) -> EcsLauncher:
@@ -108,6 +146,8 @@ class EcsLauncher:
             security_groups=tuple(_csv(env.get("TASKGATE_ECS_SECURITY_GROUPS", ""))),
             public_ip=env.get("TASKGATE_ECS_PUBLIC_IP", "ENABLED"),
             capacity_provider=env.get("TASKGATE_ECS_CAPACITY_PROVIDER") or "FARGATE",
+            concurrency=int(env.get("TASKGATE_VERIFIER_CONCURRENCY") or DEFAULT_CONCURRENCY),
+            idle_s=float(env.get("TASKGATE_DRAIN_IDLE_S") or DRAIN_IDLE_S),
         )
 
     def token(self, dispatch_id: str) -> str:
@@ -116,19 +156,30 @@ class EcsLauncher:
         first one started."""
         return hashlib.sha256(f"{self.cluster}|{dispatch_id}".encode()).hexdigest()
 
-    def launch(self, dispatch_id: str, task_id: str, task_definition: str | None = None) -> str:
-        """Start `taskgate verify --task <task_id>` (in `task_definition`, the stack's own when
-        None); the started task's ARN."""
-        return self._run(dispatch_id, task_command(task_id), task_definition, task_id)
+    def launch_drain(self, start_id: str, project: str, task_definition: str, lease: Lease) -> str:
+        """Start a task draining `project`'s queue under `lease`; the started task's ARN."""
+        return self._run(
+            start_id,
+            drain_command(project, self.idle_s),
+            task_definition,
+            f"project {project}",
+            env={LEASE_VAR: lease_value(lease)},
+        )
 
-    def launch_project(self, start_id: str, project: str, task_definition: str | None = None) -> str:
-        """Start `taskgate verify --once --project <project>`; the started task's ARN."""
-        return self._run(start_id, project_command(project), task_definition, f"project {project}")
-
-    def _run(self, start_id: str, command: list[str], task_definition: str | None, what: str) -> str:
+    def _run(
+        self,
+        start_id: str,
+        command: list[str],
+        task_definition: str | None,
+        what: str,
+        env: dict[str, str] | None = None,
+    ) -> str:
         network: dict[str, Any] = {"subnets": list(self.subnets), "assignPublicIp": self.public_ip}
         if self.security_groups:
             network["securityGroups"] = list(self.security_groups)
+        extra: dict[str, Any] = {}
+        if env:
+            extra["environment"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
         response = self.client.run_task(
             cluster=self.cluster,
             taskDefinition=task_definition or self.task_definition,
@@ -139,7 +190,7 @@ class EcsLauncher:
             startedBy=STARTED_BY,
             clientToken=self.token(start_id),
             networkConfiguration={"awsvpcConfiguration": network},
-            overrides={"containerOverrides": [{"name": self.container, "command": command}]},
+            overrides={"containerOverrides": [{"name": self.container, "command": command, **extra}]},
         )
         tasks = response.get("tasks") or []
         if not tasks:

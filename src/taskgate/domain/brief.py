@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from taskgate.domain.baseline import protect_globs
 from taskgate.domain.models import Criterion, Decision, Finding, Note, Project, Spec, Task
 from taskgate.domain.text import tail_lines
 
@@ -143,6 +144,10 @@ def build(
             "checks": {n: c.model_dump(mode="json", exclude_none=True) for n, c in cfg.checks.items()}
             if cfg
             else {},
+            # What the executor may not change without a human: a change there holds its run.
+            "protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
+            if cfg
+            else [],
             **(
                 {"hidden_tests": hidden_tests_note(cfg.hidden_tests.reveal)}
                 if cfg and cfg.hidden_tests

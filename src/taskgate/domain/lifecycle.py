@@ -36,7 +36,7 @@ class Action(StrEnum):
     VERIFY_FAIL = "verify_fail"
     VERIFY_ERROR = "verify_error"
     VERIFY_SPEC_ERROR = "verify_spec_error"
-    VERIFY_NEEDS_HUMAN = "verify_needs_human"
+    VERIFY_HOLD = "verify_hold"
     REOPEN = "reopen"
     BLOCKERS_DONE = "blockers_done"
     BLOCKERS_ADDED = "blockers_added"
@@ -110,9 +110,11 @@ _ROWS: list[Move] = [
     # attempt is not used (it stays open, like one that waits after verifier errors, until a
     # human requeues, revises the spec or verifies it again).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_SPEC_ERROR, S.NEEDS_HUMAN, Who.SERVER),
-    # A run whose submission a rule gives to a person (code that reads its grader): no attempt
-    # is used, and the human verifies again (after allowing it) or reopens with findings.
-    Move(S.NEEDS_VERIFICATION, A.VERIFY_NEEDS_HUMAN, S.NEEDS_HUMAN, Who.SERVER),
+    # A submission a gate rule gives to a person (it changes a protected path, or adds code
+    # that reads its grader) is not decided by its checks; no attempt is used. A human allows
+    # it (reverify) or reopens the task with findings, which uses the attempt the hold left open.
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_HOLD, S.NEEDS_HUMAN, Who.SERVER),
+    Move(S.NEEDS_HUMAN, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
@@ -197,12 +199,24 @@ def find_move(source: Status | None, action: Action, *, verification_on: bool = 
     )
 
 
+# Human moves a status change does not make: reopening a held submission needs findings, so
+# from needs_human a status of ready is a requeue and a reopen goes through its own call.
+OWN_CALL = frozenset({(S.NEEDS_HUMAN, A.REOPEN)})
+
+
 def human_move(source: Status, target: Status) -> Action:
     """The human's action that takes a task from `source` to `target` (update_task(status)):
     the table's human row from there to there (each such pair has one), or E_WRONG_STATE naming
     where a human can take the task from `source`. Guards are not looked at here: the move's
     own find_move applies them (accept while verification is on, ...)."""
-    rows = {m.action for m in TABLE if m.who is Who.HUMAN and m.source == source and m.target == target}
+    rows = {
+        m.action
+        for m in TABLE
+        if m.who is Who.HUMAN
+        and m.source == source
+        and m.target == target
+        and (m.source, m.action) not in OWN_CALL
+    }
     if len(rows) > 1:
         raise AssertionError(f"two human moves from {source.value} to {target.value}: {sorted(rows)}")
     if rows:
@@ -317,8 +331,10 @@ def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") ->
     text = text.strip()
     if move.action is Action.VERIFY_SPEC_ERROR:
         return WhyHuman.SPEC_ERROR, text or "spec error: a ref matches more than one test or group"
-    if move.action is Action.VERIFY_NEEDS_HUMAN:
-        return WhyHuman.READS_GRADER, text or "the submission adds code that reads or ends its grader"
+    if move.action is Action.VERIFY_HOLD:
+        # Which rule held it (HELD or READS_GRADER) is the outcome rule's to say: the service
+        # sets it from the verdict; HELD is the reason a hold has without one.
+        return WhyHuman.HELD, text or "the gate's rules hold the submission for a person"
     if move.action is Action.VERIFY_ERROR:
         last = f"; the last: {text}" if text else ""
         return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"

@@ -269,6 +269,12 @@ class WhyHuman(StrEnum):
     ESCALATED = "escalated"
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
     READS_GRADER = "reads_grader"  # the screen found code that reads or ends its grader
+    HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
+
+
+# The reasons a gate rule holds a submission for a person (the verdict needs_human): a human
+# allows it and verifies again, or reopens the task with findings.
+RULE_HOLDS = frozenset({WhyHuman.HELD, WhyHuman.READS_GRADER})
 
 
 class NeedsHuman(Record):
@@ -283,6 +289,19 @@ class NeedsHuman(Record):
     # The resolution that answers it, where one does: revise_spec for a spec error (of a task
     # with a spec), reverify once the verifier is fixed. None: the human decides.
     suggested: Literal["revise_spec", "reverify"] | None = None
+    # HELD: the protected paths the submission changes and their diff, which a human allows
+    # (resolve "allow") or answers with findings (reopen).
+    paths: list[str] = Field(default_factory=list)
+    diff: str = ""
+
+
+class AllowedChange(Record):
+    """A human's allowance for one submission (its commit as submitted) to change protected paths."""
+
+    commit_sha: str
+    paths: list[str]
+    by: str
+    at: datetime
 
 
 class CriteriaChange(Record):
@@ -323,6 +342,8 @@ class Task(Record):
     live_run: str | None = None
     verifier_errors_in_row: int = 0
     needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
+    # Protected paths a human allowed a submission to change: its runs do not hold it for them.
+    allowed: AllowedChange | None = None
     # sha256 of the task's last history event (domain/chain.py), written in the same commit
     history_head: str | None = None
     # sha256 of the payload of the task's last signed statement: the next one names it
@@ -441,6 +462,10 @@ class VerificationRun(Record):
     resolved_commit: str | None = Field(default=None, pattern=FULL_COMMIT_PATTERN)
     status: RunStatus = "running"
     summary: str = ""
+    # What the submission changed against its baseline (domain/baseline.py), as the server
+    # read it: branch, commit (None: no baseline, and why), changed paths, and which of them are
+    # protected and which test files. None: the verifier did not say.
+    baseline: dict[str, Any] | None = None
     checks: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
     # The signed test-result statement of the decision (a DSSE envelope), and the task version

@@ -12,16 +12,23 @@ and the executor's finding names it (with its message only under `reveal: "messa
 that names hidden tests and a run that reports none is an error: the tests were not run. Code
 that reads or ends its grader (domain/screen.py) sends a run that would otherwise be decided to
 a human, with the lines quoted, and uses no attempt.
+
+Both rules that give a run to a person (a change to protected paths no human allowed, and the
+screen's hits) end in the one verdict NEEDS_HUMAN; `Outcome.why_human` says which. When both
+apply, the held paths win: a human allows them (or reopens), and the run verified again is
+screened again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.baseline import BaselineEvidence, protect_globs, protected
 from taskgate.domain.models import (
     Criterion,
     CriterionKind,
@@ -31,6 +38,7 @@ from taskgate.domain.models import (
     SelfReport,
     Spec,
     Submission,
+    WhyHuman,
 )
 from taskgate.domain.runners import RUNNER_CHARS
 from taskgate.domain.screen import Hit
@@ -64,6 +72,14 @@ class CheckResult(BaseModel):
     # The test runner's version line the check printed (domain/runners.py), e.g.
     # "pytest 8.3.2 (Python 3.12.3, pluggy 1.5.0)": what the check's output said, signed as such.
     runner: str | None = Field(default=None, min_length=1, max_length=RUNNER_CHARS, pattern=r"^[ -~]+$")
+    # Why its report is not the check's own: the commit held a file at the report path
+    # ("committed": the verifier deleted it before the check), or the file there was last
+    # written before the check started ("stale": not read).
+    report_problem: Literal["committed", "stale"] | None = None
+    # Failed or errored testcases in its report, and the first few of their names: a check
+    # that exits 0 over them failed all the same.
+    report_failed: int = Field(default=0, ge=0)
+    report_failed_names: list[str] = Field(default_factory=list, max_length=10)
 
 
 class EvidenceSource(BaseModel):
@@ -113,7 +129,9 @@ class Verdict(StrEnum):
     FAILED = "failed"
     ERROR = "error"
     SPEC_ERROR = "spec_error"
-    NEEDS_HUMAN = "needs_human"  # a rule gives the submission to a person; no attempt used
+    # A rule gives the submission to a person (it changes protected paths, or adds code that
+    # reads its grader): no attempt is used; the Outcome's `why_human` says which rule.
+    NEEDS_HUMAN = "needs_human"
 
 
 # What a finding keeps of a failing check's output: its end, cut on a line boundary.
@@ -136,6 +154,11 @@ class Outcome:
     criteria: list[FailedCriterion] = field(default_factory=list)
     checks: list[FailedCheck] = field(default_factory=list)
     hidden_tests: list[FailedTest] = field(default_factory=list)
+    # NEEDS_HUMAN: the protected paths the submission changes, and their diff.
+    held: list[str] = field(default_factory=list)
+    diff: str = ""
+    # NEEDS_HUMAN: which rule gives it to a person (HELD wins over READS_GRADER).
+    why_human: WhyHuman | None = None
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -186,12 +209,20 @@ def decide(
     missing_commit: tuple[str, str] | None = None,
     hidden: HiddenRun | None = None,
     screened: list[ScreenHit] | None = None,
+    baseline: BaselineEvidence | None = None,
+    allowed: Sequence[str] = (),
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
     places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
     the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
-    the hidden tests did; `screened`: the screen's hits in the lines the submission adds."""
+    the hidden tests did; `screened`: the screen's hits in the lines the submission adds.
+    `baseline`: what the submission changed (None: a verifier that did not say); `allowed`: the
+    protected paths a human allowed this submission to change.
+
+    Both rules that give a run to a person apply whatever the checks said. When both do, the
+    held paths win (why_human HELD, so a human can allow them); the summary names the screen's
+    hits too, and a run verified again after the allowance is screened again."""
     out = _decide(
         criteria=criteria,
         spec=spec,
@@ -202,14 +233,23 @@ def decide(
         error=error,
         missing_commit=missing_commit,
         hidden=hidden,
+        held=held_paths(config, baseline, allowed),
+        diff=baseline.diff if baseline is not None else "",
     )
-    if screened:
-        # Whatever the checks did: code that ends its grader makes a check "fail" without a
-        # report (an error of the run) as easily as it makes one pass.
-        hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
-        also = f" (the run itself: {out.summary})" if out.verdict is Verdict.ERROR else ""
-        return Outcome(Verdict.NEEDS_HUMAN, screen_reason(hits) + also, evidence=out.evidence)
-    return out
+    if not screened:
+        return out
+    hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
+    if out.verdict is Verdict.NEEDS_HUMAN:
+        return replace(out, summary=f"{out.summary}; and {screen_reason(hits)}")
+    # Whatever the checks did: code that ends its grader makes a check "fail" without a
+    # report (an error of the run) as easily as it makes one pass.
+    also = f" (the run itself: {out.summary})" if out.verdict is Verdict.ERROR else ""
+    return Outcome(
+        Verdict.NEEDS_HUMAN,
+        screen_reason(hits) + also,
+        evidence=out.evidence,
+        why_human=WhyHuman.READS_GRADER,
+    )
 
 
 def _decide(
@@ -223,7 +263,18 @@ def _decide(
     error: str | None,
     missing_commit: tuple[str, str] | None,
     hidden: HiddenRun | None,
+    held: list[str],
+    diff: str,
 ) -> Outcome:
+    if error and held:
+        # The run broke after the verifier saw a changed harness: that change may be why.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            f"{held_reason(held)}; the run also broke: {error}",
+            held=held,
+            diff=diff,
+            why_human=WhyHuman.HELD,
+        )
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
     if missing_commit is not None:
@@ -268,7 +319,8 @@ def _decide(
         # The reviewer broke or never ran (no reviewer key): that is the verifier's failure, not
         # the executor's, so it uses no attempt.
         return Outcome(Verdict.ERROR, f"no reviewer answer for {', '.join(unanswered)}")
-    failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0)
+    report_problems = _report_problems(checks, reports)
+    failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0 or n in report_problems)
     failed: list[FailedCriterion] = []
     counted: dict[str, CriterionResult] = {}
     for c in criteria:
@@ -317,12 +369,27 @@ def _decide(
     findings = (
         [_line(f) for f in failed]
         + [_hidden_line(t) for t in hidden_failed]
-        + [f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+        + [report_problems.get(f.name) or f"check {f.name} exited {f.exit_code}" for f in failed_checks]
     )
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
     failed_ids = [f.id for f in failed]
+    if held:
+        # Whatever the checks said: a changed harness can make them say anything.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            held_reason(held),
+            findings,
+            [],
+            counted,
+            failed,
+            failed_checks,
+            hidden_failed,
+            held=held,
+            diff=diff,
+            why_human=WhyHuman.HELD,
+        )
     if not failing_checks and not failed and not hidden_count:
         return Outcome(
             Verdict.PASSED,
@@ -358,6 +425,53 @@ def _decide(
 
 def _hidden_line(t: FailedTest) -> str:
     return f"hidden test {t.name} failed" + (f": {t.message}" if t.message else "")
+
+
+def _report_problems(checks: Mapping[str, CheckResult], reports: Mapping[str, str]) -> dict[str, str]:
+    """Check name -> why its report says the check failed though it may have exited 0: the
+    report is not the check's own, or it holds failed testcases."""
+    out: dict[str, str] = {}
+    for name, c in checks.items():
+        path = reports.get(name, "its report path")
+        if c.report_problem == "committed":
+            out[name] = f"the commit holds the report file {path}: the check writes it"
+        elif c.report_problem == "stale":
+            out[name] = (
+                f"check {name}'s report {path} was last written before the check started: it is no evidence"
+            )
+        elif c.report_failed and c.exit_code == 0:
+            names = ", ".join(c.report_failed_names)
+            more = (
+                f" and {c.report_failed - len(c.report_failed_names)} more"
+                if c.report_failed > len(c.report_failed_names)
+                else ""
+            )
+            out[name] = (
+                f"check {name} exited 0 but its report holds {_count(c.report_failed, 'failed testcase')}: "
+                f"{names}{more}"
+            )
+    return out
+
+
+def held_paths(
+    config: VerifierConfig | None, baseline: BaselineEvidence | None, allowed: Sequence[str] = ()
+) -> list[str]:
+    """The protected paths the submission changes that no human allowed. A list cut at
+    MAX_CHANGED holds the run too (its name stands for the paths past the cut)."""
+    if config is None or baseline is None:
+        return []
+    globs = protect_globs(config.protect, [c.command for c in config.checks.values()])
+    if not globs:
+        return []
+    found = protected(baseline.changed, globs, baseline.harness_unchanged)
+    if baseline.changed_total > len(baseline.changed):
+        found.append(f"(and {baseline.changed_total - len(baseline.changed)} more changed paths not listed)")
+    return [p for p in found if p not in set(allowed)]
+
+
+def held_reason(held: Sequence[str]) -> str:
+    """The reason a run holds a submission for a person, naming the paths."""
+    return "the submission changes protected paths: " + ", ".join(held)
 
 
 def _line(f: FailedCriterion) -> str:

@@ -4,7 +4,8 @@
 A ref is matched, in this order, stopping at the first step that matches anything:
 
 1. `classname.name` of a test, exactly (a JUnit 5 name written as `method()` also answers to
-   `classname.method`).
+   `classname.method`). Where step 3 would also find other tests or groups for the ref, the
+   ref is AMBIGUOUS: an exact decoy does not hide the test its dotted path names.
 2. A path through the groups, `group > nested group > test`, outer groups optional: the path may
    start at any depth, its segments are consecutive and it ends at the matched group or test.
    Groups are the report's nested `<testsuite>`s, and the describe path a flat runner writes into
@@ -353,7 +354,12 @@ def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
     parts = segments(ref)
     if not parts:
         return RefResult(Evidence.MISSING, "the verify_ref is empty"), False
-    hits = index.find_classname_name(ref) or index.find_path(parts)
+    exact = index.find_classname_name(ref)
+    hits = exact or index.find_path(parts)
+    if len(exact) == 1:
+        # A test written to answer to the ref exactly does not hide another that the ref names
+        # as a dotted path (the same test under a longer module path): both are the ref's.
+        hits = [*exact, *(n for n in index.find_by_classname(ref) if n is not exact[0])]
     if len(hits) > 1:
         detail = f"`{normalize(ref)}` matches {_matches(hits)}: {_listing(hits)}"
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True

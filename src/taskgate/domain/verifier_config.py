@@ -7,12 +7,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from taskgate.domain.baseline import valid_glob
 from taskgate.domain.screen import RULES as SCREEN_RULES
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
 MIN_TIMEOUT_MINUTES = 0.05
 MAX_TIMEOUT_MINUTES = 240
+# Cloud verifier tasks draining one project's queue at once (the stack's VerifierConcurrency
+# when a config names none); each is a Fargate task billed while it runs.
+MAX_CONCURRENCY = 20
 # Set in a cloud container's environment by its task definition: the image it runs in.
 IMAGE_VAR = "TASKGATE_VERIFIER_IMAGE"
 # An OCI image reference with an explicit tag or digest: [registry[:port]/]path[:tag][@sha256:hex].
@@ -95,6 +99,13 @@ class VerifierConfig(BaseModel):
     # The branch a submission is judged against: its baseline is the merge-base with this
     # branch. None: the reviewer's base_branch, else `main`, else the repository's HEAD branch.
     base_branch: str | None = Field(default=None, min_length=1, max_length=200, pattern=r"^[^\s~^:?*\[\\]+$")
+    # How many cloud verifier tasks may drain this project's queue at once. None: the stack's
+    # VerifierConcurrency. A local `taskgate verify` ignores it (it has --jobs).
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    # Globs of the paths a submission may not change without a human (domain/baseline.py):
+    # None applies baseline.DEFAULT_PROTECT (the test harness of pytest and the JavaScript
+    # runners); [] switches protection off.
+    protect: list[str] | None = Field(default=None, max_length=200)
 
     hidden_tests: HiddenTests | None = None
     # path glob -> screen rule ids (domain/screen.py RULES) or "*": code a human allowed there.
@@ -120,6 +131,15 @@ class VerifierConfig(BaseModel):
         if self.base_branch:
             return self.base_branch
         return self.reviewer.base_branch if self.reviewer is not None else None
+
+    @field_validator("protect")
+    @classmethod
+    def _protect(cls, v: list[str] | None) -> list[str] | None:
+        for glob in v or []:
+            problem = valid_glob(glob) if len(glob) <= 500 else "a protect glob is at most 500 characters"
+            if problem is not None:
+                raise ValueError(problem)
+        return v
 
     @field_validator("image")
     @classmethod

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from taskgate.domain import commit_ids, dsse, statements
+from taskgate.domain.baseline import statement_facts as baseline_facts
 from taskgate.domain.chain import canonical, digest
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError
@@ -99,6 +100,8 @@ def for_run(
     }
     if error:
         facts["error"] = error
+    else:
+        facts["baseline"] = baseline_facts(run.baseline)
     if run.hidden_tests is not None:
         # Which hidden tests were run (their commit), never what they hold.
         h = run.hidden_tests

@@ -1,68 +1,82 @@
-"""Dispatch (cloud): start one verifier run for each submission, when verification is on.
+"""Dispatch (cloud): verifier tasks that drain a project's queue, at most N of them at once.
 
-A task entering `needs_verification` (a submission, or a human's "verify again") is worth one
-verifier container, never two: streams deliver a record at least once, and a failed batch is
-delivered again. The guard is a dispatch record in the task's own partition, keyed by the
-attempt and by the task version that entered the status (a stream retry or a duplicate record
-carries the same pair; a later "verify again" of the same attempt is a new version):
+A task entering `needs_verification` (a submission, or a human's "verify again") needs a verifier
+running for its project, not a container of its own: a container bills a minute at least and
+spends most of it starting. So each project has up to N *slots* (N: the project's verifier config
+`concurrency`, else the stack's VerifierConcurrency), one item each in the project's drain
+partition. A verifier task holds a slot under a lease; it verifies the project's waiting work
+until none is left, waits a little for more, gives the slot back and exits.
 
-1. write it as `starting` (must not exist), then start the container, then mark it `started`;
-2. a delivery that finds it `started` starts nothing;
-3. one that finds it `starting` comes after a try that stopped between its record and the
-   answer of its start (a crash, a timeout, a refused start): it starts again with the same
-   dispatch id, which the launcher turns into the start request's idempotency token, so a
-   start that did land is not repeated.
+`ensure(project)` is the one way a verifier task starts (the stream, the nightly run and the
+sweep all call it):
 
-The project's verification switch lives on the project, not on the task, so it is read here:
-with verification off nothing is started and nothing is written (the nightly run and the
-local worker find the task later if it is switched on). So is its verifier image: the container
-starts from the task definition registered for it (service/images.py), or the stack's own.
+1. with fewer live slots (their lease not lapsed) than N and than the submissions in the queue,
+   take the first free or lapsed slot with a conditional write (must not exist, or the lapsed item's version): of racing dispatchers one
+   wins each slot, so never more than N tasks hold one;
+2. start the container with the slot's holder id (its lease reference, and the start's
+   idempotency token), then note what started;
+3. else start nothing: the running tasks pick the work up (`Outcome.DRAINING`), so a submission
+   arriving while a task drains (or waits for more) is verified by that task.
 
-The nightly run (`nightly`) starts one container per project that has verification on and work
-waiting, each `verify --once --project <p>` in that project's image. Per project, not per image:
-a container then only ever sees one project's checkouts, and a project whose image changed
-never has its work picked up by a container of another image. Projects without waiting work
-start nothing.
+The lease is what keeps a lost task from holding work back. A starting slot is leased for
+START_LEASE (image pull and start), and the task renews it every LEASE / 4 while it runs
+(cloud/drain_lease.py, through this module's `renew`). A task that crashed, was stopped by Spot,
+or hangs without renewing leaves a lapsed slot, which the next `ensure` takes over and the
+scheduled sweep (`sweep`) marks (logged once), starting a task wherever work waits with no live
+slot. Nothing here deletes: a given-back or lapsed slot stays as an item whose lease has ended
+(at most N per project), so neither the dispatcher nor the task needs a delete permission.
+
+A task whose slot was taken over while it still ran (a renewal lost on the network) learns so on
+its next renewal and stops after its current run; two tasks verifying one project never verify
+the same submission twice (starting a run is the one atomic claim).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
 from taskgate import telemetry
+from taskgate.domain.clock import iso
 from taskgate.domain.models import Status
 from taskgate.service import images, records
 from taskgate.service.context import Context
-from taskgate.store.port import ConflictError, Item, Put
+from taskgate.store.port import ConflictError, Item, Put, lapsed
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
 
+LEASE = timedelta(minutes=2)
+# From the start request to the task's first renewal: Fargate's image pull and container start.
+START_LEASE = timedelta(minutes=5)
+DEFAULT_CONCURRENCY = 2
 
-class State(StrEnum):
-    STARTING = "starting"
-    STARTED = "started"
+
+class SlotState(StrEnum):
+    STARTING = "starting"  # the start was requested; the task has not renewed yet
+    RUNNING = "running"  # the task renewed its lease at least once
+    RELEASED = "released"  # the task gave it back (its lease ends at once)
+    LAPSED = "lapsed"  # its task stopped renewing: found by the sweep, logged once
 
 
-class Dispatch(BaseModel):
+class Slot(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    task_id: str
-    attempt: int
-    version: int
-    state: State
+    project: str
+    slot: int
+    holder: str  # who holds it: unique per acquisition, the task's lease reference
+    state: SlotState
     at: datetime
-    started_at: datetime | None = None
-    started: str | None = None  # what the launcher started (e.g. the ECS task ARN)
+    started: str | None = None  # what the launcher started (the ECS task ARN)
+    renewed_at: datetime | None = None
 
 
 class Outcome(StrEnum):
     STARTED = "started"
-    DUPLICATE = "duplicate"  # this submission's verifier was started before
+    DRAINING = "draining"  # as many tasks as allowed hold a live slot: they pick the work up
     VERIFICATION_OFF = "verification_off"
 
 
@@ -76,11 +90,26 @@ class Entered:
     version: int
 
 
-# (dispatch id, task id, task definition) -> what was started. The dispatch id is stable
-# across retries of the same submission; a launcher uses it as its idempotency token.
-Launch = Callable[[str, str, str], str]
-# (start id, project, task definition) -> what was started; the start id as above.
-LaunchProject = Callable[[str, str, str], str]
+@dataclass(frozen=True)
+class Lease:
+    """What a draining task needs to renew and give back its slot."""
+
+    project: str
+    slot: int
+    holder: str
+
+
+@dataclass(frozen=True)
+class Started:
+    outcome: Outcome
+    slot: int | None = None
+    started: str | None = None
+    task_definition: str | None = None
+
+
+# (start id, project, task definition, lease) -> what was started (e.g. the ECS task ARN). The
+# start id is the lease's holder: a launcher uses it as the start's idempotency token.
+LaunchDrain = Callable[[str, str, str, Lease], str]
 # Told when a project's image revision was copied from an older stack task definition.
 Stale = Callable[[str, str], None]
 
@@ -89,92 +118,277 @@ def _no_note(_project: str, _task_definition: str) -> None:
     return None
 
 
-def dispatch(
-    ctx: Context, entered: Entered, launch: Launch, *, base: str, stale: Stale = _no_note
-) -> Outcome:
-    """`base`: the stack's verifier task definition, for projects whose config names no image."""
-    project = ctx.project(entered.project)
-    if not project.verification_on:
-        return Outcome.VERIFICATION_OFF
-    task_definition, old = images.task_definition_for(ctx, project, base)  # NotRegistered: retried
+class Contended(RuntimeError):
+    """Every free slot was taken by a racing dispatcher while this one tried: retried later."""
+
+
+def concurrency(ctx: Context, project: str, stack_default: int) -> int:
+    config = ctx.project(project).verifier_config
+    if config is not None and config.concurrency is not None:
+        return config.concurrency
+    return max(1, stack_default)
+
+
+def slots(ctx: Context, project: str) -> list[tuple[Item, Slot]]:
+    pk, _ = records.drain_key(project, 0)
+    page = ctx.store.query(pk, sk_prefix="SLOT#", limit=100)
+    return [(item, Slot.model_validate(item.data)) for item in page.items]
+
+
+def live_slots(ctx: Context, project: str) -> list[Slot]:
+    now = iso(ctx.clock.now())
+    return [s for item, s in slots(ctx, project) if not lapsed(item.expires, now)]
+
+
+def ensure(
+    ctx: Context,
+    project: str,
+    launch: LaunchDrain,
+    *,
+    base: str,
+    start_id: str,
+    stack_concurrency: int = DEFAULT_CONCURRENCY,
+    stale: Stale = _no_note,
+) -> Started:
+    """A verifier task draining `project` if fewer than its concurrency hold a live slot.
+    `base`: the stack's task definition, for projects whose config names no image; `start_id`:
+    what asked (a stream record, a schedule's run), stable when the same request comes again."""
+    p = ctx.project(project)
+    if not p.verification_on:
+        return Started(Outcome.VERIFICATION_OFF)
+    task_definition, old = images.task_definition_for(ctx, p, base)  # NotRegistered: retried
     if old:
-        stale(project.name, task_definition)
-    pk, sk = records.dispatch_key(entered.task_id, entered.attempt, entered.version)
-    now = ctx.clock.now()
-    record = Dispatch(
-        task_id=entered.task_id,
-        attempt=entered.attempt,
-        version=entered.version,
-        state=State.STARTING,
-        at=now,
-    )
-    stored_version = 1
-    try:
-        ctx.store.commit([Put(Item(pk, sk, record.model_dump(mode="json")))])
-    except ConflictError:
-        item = ctx.store.get(pk, sk)
-        if item is None:  # pragma: no cover - dispatch records are never deleted
+        stale(project, task_definition)
+    cap = concurrency(ctx, project, stack_concurrency)
+    # One task per waiting submission, up to the cap: a second task helps only when the queue
+    # holds more than the running ones take. At least one, for the submission that asked (the
+    # queue index may not show it yet).
+    demand = max(1, queued(ctx, project, cap))
+    # Each pass loses at most one slot to a racer, so cap + 1 passes see every slot settled.
+    for _ in range(cap + 1):
+        now = ctx.clock.now()
+        held = {s.slot: (item, s) for item, s in slots(ctx, project)}
+        alive = {n for n, (item, _) in held.items() if not lapsed(item.expires, iso(now))}
+        if len(alive) >= min(cap, demand):
+            return Started(Outcome.DRAINING)
+        free = min(n for n in range(cap) if n not in alive)
+        before = held.get(free)
+        version = before[0].version + 1 if before else 1
+        holder = f"{start_id}#{free}#{version}"
+        record = Slot(project=project, slot=free, holder=holder, state=SlotState.STARTING, at=now)
+        pk, sk = records.drain_key(project, free)
+        item = Item(pk, sk, record.model_dump(mode="json"), version, expires=iso(now + START_LEASE))
+        try:
+            ctx.store.commit([Put(item, before[0].version if before else None)])
+        except ConflictError:
+            continue  # another dispatcher took this slot first: look again
+        lease = Lease(project=project, slot=free, holder=holder)
+        try:
+            started = launch(holder, project, task_definition, lease)
+        except Exception:
+            release(ctx, lease)  # a start that failed holds nothing back; the caller retries
             raise
-        previous = Dispatch.model_validate(item.data)
-        if previous.state is State.STARTED:
-            return Outcome.DUPLICATE
-        record, stored_version = previous, item.version
-    started = launch(f"{pk}|{sk}", entered.task_id, task_definition)
-    done = record.model_copy(
-        update={"state": State.STARTED, "started_at": ctx.clock.now(), "started": started}
-    )
+        _note_started(ctx, lease, started)
+        telemetry.count(Metric.VERIFIER_TASKS)
+        return Started(Outcome.STARTED, slot=free, started=started, task_definition=task_definition)
+    raise Contended(f"project {project}: every free verifier slot was taken while starting one")
+
+
+def _note_started(ctx: Context, lease: Lease, started: str) -> None:
+    """Records what started, for an operator; the task may have renewed first, which wins."""
+    got = _holding(ctx, lease)
+    if got is None:
+        return
+    item, slot = got
+    done = slot.model_copy(update={"started": started})
     try:
         ctx.store.commit(
-            [Put(Item(pk, sk, done.model_dump(mode="json"), stored_version + 1), stored_version)]
+            [
+                Put(
+                    Item(
+                        item.pk, item.sk, done.model_dump(mode="json"), item.version + 1, expires=item.expires
+                    ),
+                    item.version,
+                )
+            ]
         )
     except ConflictError:
-        # A concurrent delivery of the same record marked it first (its start carried the same
-        # idempotency token, so there is still one container).
-        return Outcome.DUPLICATE
-    telemetry.count(Metric.VERIFIER_TASKS)
-    return Outcome.STARTED
+        return
 
 
-@dataclass(frozen=True)
-class NightlyStart:
-    project: str
-    task_definition: str
-    started: str
+def _holding(ctx: Context, lease: Lease) -> tuple[Item, Slot] | None:
+    pk, sk = records.drain_key(lease.project, lease.slot)
+    item = ctx.store.get(pk, sk)
+    if item is None:
+        return None
+    slot = Slot.model_validate(item.data)
+    return (item, slot) if slot.holder == lease.holder else None
+
+
+def renew(ctx: Context, lease: Lease) -> bool:
+    """Push the lease to now + LEASE; False once the slot is no longer this holder's (taken over
+    after it lapsed, or given back), and the task then stops after its current run."""
+    for _ in range(3):
+        got = _holding(ctx, lease)
+        if got is None:
+            return False
+        item, slot = got
+        now = ctx.clock.now()
+        moved = slot.model_copy(update={"state": SlotState.RUNNING, "renewed_at": now})
+        try:
+            ctx.store.commit(
+                [
+                    Put(
+                        Item(
+                            item.pk,
+                            item.sk,
+                            moved.model_dump(mode="json"),
+                            item.version + 1,
+                            expires=iso(now + LEASE),
+                        ),
+                        item.version,
+                    )
+                ]
+            )
+            return True
+        except ConflictError:
+            continue  # the dispatcher noting what it started, between the read and the write
+    return False
+
+
+def release(ctx: Context, lease: Lease) -> None:
+    """Give the slot back (a draining task that found nothing more to do): its lease ends now."""
+    _end(ctx, lease, SlotState.RELEASED)
+
+
+def _end(ctx: Context, lease: Lease, state: SlotState) -> None:
+    for _ in range(3):
+        got = _holding(ctx, lease)
+        if got is None:
+            return
+        item, slot = got
+        ended = slot.model_copy(update={"state": state})
+        try:
+            ctx.store.commit(
+                [
+                    Put(
+                        Item(
+                            item.pk,
+                            item.sk,
+                            ended.model_dump(mode="json"),
+                            item.version + 1,
+                            expires=iso(ctx.clock.now()),
+                        ),
+                        item.version,
+                    )
+                ]
+            )
+            return
+        except ConflictError:
+            continue
+
+
+def reacquire(ctx: Context, lease: Lease) -> bool:
+    """Take the given-back slot again (work arrived as the task was leaving): only if nobody
+    took it over meanwhile, who would then drain that work."""
+    got = _holding(ctx, lease)
+    if got is None:
+        return False
+    item, slot = got
+    now = ctx.clock.now()
+    back = slot.model_copy(update={"state": SlotState.RUNNING, "renewed_at": now})
+    try:
+        ctx.store.commit(
+            [
+                Put(
+                    Item(
+                        item.pk,
+                        item.sk,
+                        back.model_dump(mode="json"),
+                        item.version + 1,
+                        expires=iso(now + LEASE),
+                    ),
+                    item.version,
+                )
+            ]
+        )
+    except ConflictError:
+        return False
+    return True
+
+
+def queued(ctx: Context, project: str, up_to: int) -> int:
+    """Submissions waiting for or under verification in `project`, counted up to `up_to`."""
+    page = ctx.store.query_index(
+        IndexName.QUEUE, records.queue_pk(project, Status.NEEDS_VERIFICATION), limit=up_to
+    )
+    return len(page.items)
+
+
+def waiting(ctx: Context, project: str) -> bool:
+    return queued(ctx, project, 1) > 0
 
 
 @dataclass
-class Nightly:
-    started: list[NightlyStart]
+class Sweep:
+    started: list[tuple[str, Started]]
     failed: dict[str, str]  # project -> why nothing started for it
+    lapsed: list[tuple[str, int]]  # slots whose task stopped renewing, found this time
 
 
-def _waiting(ctx: Context, project: str) -> bool:
-    page = ctx.store.query_index(
-        IndexName.QUEUE, records.queue_pk(project, Status.NEEDS_VERIFICATION), limit=1
-    )
-    return bool(page.items)
-
-
-def nightly(
-    ctx: Context, run_id: str, launch: LaunchProject, *, base: str, stale: Stale = _no_note
-) -> Nightly:
-    """One container per project with verification on and work waiting. `run_id` is the
-    schedule's execution id: a retried invocation sends the same start ids, so ECS answers a
-    start that already happened with the task it started. One project failing (an image never
-    registered, ECS refusing) starts the others and is reported."""
-    out = Nightly(started=[], failed={})
+def sweep(
+    ctx: Context,
+    run_id: str,
+    launch: LaunchDrain,
+    *,
+    base: str,
+    stack_concurrency: int = DEFAULT_CONCURRENCY,
+    stale: Stale = _no_note,
+    prefix: str = "sweep",
+) -> Sweep:
+    """Mark lapsed slots, and make sure a verifier drains every project with verification on
+    and work waiting. The nightly run is this (prefix "nightly"); so is the scheduled sweep that
+    keeps a lost task from holding work back. `run_id` is the schedule's execution id: a retried
+    invocation sends the same start ids. One project failing starts the others and is reported."""
+    out = Sweep(started=[], failed={}, lapsed=[])
+    now = iso(ctx.clock.now())
     for name in ctx.project_names():
+        for item, slot in slots(ctx, name):
+            if lapsed(item.expires, now) and slot.state in (SlotState.STARTING, SlotState.RUNNING):
+                lost = slot.model_copy(update={"state": SlotState.LAPSED})
+                try:
+                    ctx.store.commit(
+                        [
+                            Put(
+                                Item(
+                                    item.pk,
+                                    item.sk,
+                                    lost.model_dump(mode="json"),
+                                    item.version + 1,
+                                    expires=item.expires,
+                                ),
+                                item.version,
+                            )
+                        ]
+                    )
+                    out.lapsed.append((name, slot.slot))
+                except ConflictError:
+                    pass  # renewed or taken over meanwhile: it is live again
         project = ctx.project(name)
-        if not project.verification_on or not _waiting(ctx, name):
+        if not project.verification_on or not waiting(ctx, name):
             continue
         try:
-            task_definition, old = images.task_definition_for(ctx, project, base)
-            if old:
-                stale(name, task_definition)
-            arn = launch(f"nightly|{run_id}|{name}", name, task_definition)
+            result = ensure(
+                ctx,
+                name,
+                launch,
+                base=base,
+                start_id=f"{prefix}|{run_id}|{name}",
+                stack_concurrency=stack_concurrency,
+                stale=stale,
+            )
         except Exception as exc:  # reported per project; the run goes on with the next one
             out.failed[name] = f"{type(exc).__name__}: {exc}"
             continue
-        telemetry.count(Metric.VERIFIER_TASKS)
-        out.started.append(NightlyStart(project=name, task_definition=task_definition, started=arn))
+        out.started.append((name, result))
     return out

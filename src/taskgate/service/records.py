@@ -15,10 +15,10 @@ T#<task id>   H#<time>#<rand>      task history
 T#<task id>   N#<time>#<rand>      note
 T#<task id>   NOTES                how many notes the task has (for the cap)
 T#<task id>   R#<time>#<run id>    verification run
-T#<task id>   D#<attempt>#<version> verifier dispatch (cloud: one Fargate task per submission)
 T#<task id>   A#<seq:08>           a signed statement of an acceptance (a run's sits on the run)
 KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
 IMAGES        <image reference>    the task definition registered for a verifier image (cloud)
+DRAIN#<project> SLOT#<n:02>        a cloud verifier task draining the project's queue (leased)
 """
 
 from __future__ import annotations
@@ -366,6 +366,10 @@ IMAGES_PK = "IMAGES"
 
 def image_key(image: str) -> tuple[str, str]:
     return (IMAGES_PK, image)
+
+
+def drain_key(project: str, slot: int) -> tuple[str, str]:
+    return (f"DRAIN#{project}", f"SLOT#{slot:02d}")
 
 
 def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:

@@ -11,6 +11,8 @@ from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
+    RULE_HOLDS,
+    AllowedChange,
     Attestation,
     Finding,
     FindingSource,
@@ -21,6 +23,7 @@ from taskgate.domain.models import (
     Status,
     Task,
     VerificationRun,
+    WhyHuman,
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -197,6 +200,17 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
     task = settle_expiry(ctx, ctx.task(task_id))
     if who.is_delegated:
         refuse_own_work(who, task)
+    if task.status is Status.NEEDS_HUMAN and (
+        task.needs_human is None or task.needs_human.why not in RULE_HOLDS
+    ):
+        # Only a submission a gate rule held is answered with findings there; others are
+        # requeued or revised.
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE,
+            f"{task_id} waits for a human for another reason than a held submission: requeue it, "
+            "block it, revise its spec or verify it again",
+            current_status=task.status.value,
+        )
     project = ctx.project(project_name)
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     now = ctx.clock.now()
@@ -250,6 +264,9 @@ class Resolution(StrEnum):
     BLOCK = "block"
     REVISE_SPEC = "revise_spec"
     REVERIFY = "reverify"
+    # A task held for protected paths: a human allows the submission's change to them, and it
+    # is verified again with the change allowed.
+    ALLOW = "allow"
     CANCEL = "cancel"
 
 
@@ -258,6 +275,7 @@ _RESOLVE_ACTIONS = {
     Resolution.BLOCK: Action.BLOCK,
     Resolution.REVISE_SPEC: Action.REVISE_SPEC,
     Resolution.REVERIFY: Action.REVERIFY,
+    Resolution.ALLOW: Action.REVERIFY,
 }
 
 
@@ -312,6 +330,19 @@ def _resolve(
         raise invalid("blocked_by goes only with resolution 'block'")
     if resolution is Resolution.REVERIFY and task.last_submission() is None:
         raise invalid(f"{task_id} has no submission to verify again; requeue it instead")
+    allowed: list[str] | None = None
+    if resolution is Resolution.ALLOW:
+        held = task.needs_human
+        submission = task.last_submission()
+        if held is None or held.why is not WhyHuman.HELD or not held.paths or submission is None:
+            raise invalid(f"{task_id} is not held for protected paths: there is no change to allow")
+        if not who.is_human or who.is_delegated:
+            # The allowance is signed as a person's: an agent acting for one does not give it.
+            raise TaskgateError(ErrorCode.FORBIDDEN, "only a human allows a change to protected paths")
+        allowed = list(held.paths)
+        changes["allowed"] = AllowedChange(
+            commit_sha=submission.commit_sha, paths=allowed, by=who.actor, at=ctx.clock.now()
+        )
     if resolution is Resolution.REVISE_SPEC:
         if task.spec_id is None:
             raise invalid(f"{task_id} has no spec to revise; requeue it or cancel it")
@@ -354,6 +385,7 @@ def _resolve(
         spec_draft=resolution is Resolution.REQUEUE and ctx.spec_is_draft(task),
         resolution=resolution.value,
         note=note or None,
+        allowed=allowed,
     )
     ctx.commit([put_task(task, new), put_event(ev), *extra])
     return new.model_copy(update={"version": task.version + 1})

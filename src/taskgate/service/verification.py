@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from taskgate.domain import baseline as baseline_rules
 from taskgate.domain import commit_ids
 from taskgate.domain import outcome as rules
+from taskgate.domain.baseline import BaselineEvidence, protect_globs
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
@@ -402,13 +404,16 @@ def finish(
     commit: str | None = None,
     hidden: rules.HiddenRun | None = None,
     screened: list[rules.ScreenHit] | None = None,
+    baseline: BaselineEvidence | None = None,
 ) -> tuple[VerificationRun, Task]:
     """Record a run's evidence; the server decides passed, failed, error or spec error and moves
     the task. `commit_missing`: the verifier fetched the project's repository and the submitted
     commit is not in it (nothing ran). `commit`: the full commit the verifier checked out; it
     must extend the submitted one, and is kept on the run and its submission, and signed.
     `hidden`: what the config's hidden tests did; `screened`: the screen's hits in the lines the
-    submission adds. Both are kept on the run and signed."""
+    submission adds. Both are kept on the run and signed. `baseline`: what the submission changed
+    against its baseline, kept on the run and signed; a change to a protected path no human
+    allowed holds the task for a person."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
@@ -420,9 +425,10 @@ def finish(
         raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
     if len(checks) > MAX_CHECKS:
         raise invalid(f"at most {MAX_CHECKS} checks per run")
-    if commit_missing and (checks or results or error or commit):
+    if commit_missing and (checks or results or error or commit or baseline):
         raise invalid(
-            "a run whose commit is missing ran nothing: send no checks, results, error or commit with it"
+            "a run whose commit is missing ran nothing: send no checks, results, error, commit or "
+            "baseline with it"
         )
     if commit is not None:
         problem = commit_ids.resolution_problem(run.commit_sha, commit)
@@ -443,6 +449,7 @@ def finish(
     submission = task.last_submission()
     project = ctx.project(project_name)
     cfg = project.verifier_config
+    allowed = task.allowed if task.allowed is not None and task.allowed.commit_sha == run.commit_sha else None
     verdict = rules.decide(
         criteria=criteria,
         spec=spec,
@@ -454,6 +461,8 @@ def finish(
         missing_commit=(run.commit_sha, project.repo) if commit_missing else None,
         hidden=hidden,
         screened=screened,
+        baseline=baseline,
+        allowed=allowed.paths if allowed is not None else (),
     )
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
@@ -462,7 +471,7 @@ def finish(
         rules.Verdict.FAILED: Action.VERIFY_FAIL,
         rules.Verdict.ERROR: Action.VERIFY_ERROR,
         rules.Verdict.SPEC_ERROR: Action.VERIFY_SPEC_ERROR,
-        rules.Verdict.NEEDS_HUMAN: Action.VERIFY_NEEDS_HUMAN,
+        rules.Verdict.NEEDS_HUMAN: Action.VERIFY_HOLD,
     }[verdict.verdict]
     if verdict.verdict is rules.Verdict.FAILED:
         changes["findings"] = [
@@ -492,7 +501,20 @@ def finish(
         summary=verdict.summary,
         self_report_mismatch=verdict.self_report_mismatch or None,
         why=verdict.summary if verdict.verdict is rules.Verdict.NEEDS_HUMAN else error or verdict.summary,
+        held=verdict.held or None,
     )
+    if new.needs_human is not None and verdict.why_human is not None:
+        # The outcome rule says which rule held it; the paths and diff go with a protected change.
+        held_for = new.needs_human.model_copy(
+            update={"why": verdict.why_human, "paths": verdict.held, "diff": verdict.diff}
+        )
+        new = new.model_copy(update={"needs_human": held_for})
+    kept_baseline = None
+    if baseline is not None:
+        globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()]) if cfg else []
+        kept_baseline = baseline_rules.run_record(
+            baseline, globs, verdict.held, allowed.model_dump(mode="json") if allowed is not None else None
+        )
     done = run.model_copy(
         update={
             "status": verdict.verdict.value,
@@ -505,6 +527,7 @@ def finish(
             "screened": [
                 h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in screened or []
             ],
+            "baseline": kept_baseline,
         }
     )
     if commit is not None:

@@ -228,6 +228,32 @@ class Checkout:
             listed = self.git("diff", "--name-only", "-z", "--no-renames", base.commit, "HEAD", cwd=self.path)
         return sorted(p for p in listed.split("\0") if p)
 
+    def _base_tree(self, base: Baseline) -> str:
+        """What the submission is compared with: its baseline commit, else git's empty tree."""
+        if base.commit is not None:
+            return base.commit
+        return self.git("hash-object", "-t", "tree", os.devnull, cwd=self.path)
+
+    def read_at(self, base: Baseline | None, path: str) -> str | None:
+        """A file's text at the baseline (`base`) or as submitted (None); None where it does not
+        exist (or there is no baseline) or is not text."""
+        rev = "HEAD" if base is None else base.commit
+        if rev is None:
+            return None
+        data = self.git("cat-file", "blob", f"{rev}:{path}", cwd=self.path, ok=True)
+        return data
+
+    def diff_from(self, base: Baseline, paths: Sequence[str] = ()) -> str:
+        """The submission's changes against its baseline (the empty tree when there is none,
+        the base branch's tip for unrelated history), of `paths` only when given, capped at
+        DIFF_MAX_BYTES. No fetch: baseline() brought everything it needs."""
+        rev = base.commit or base.tip or self._base_tree(base)
+        limit = ("--", *paths) if paths else ()
+        diff = self.git(
+            "diff", "--no-color", "--no-ext-diff", "--no-renames", rev, "HEAD", *limit, cwd=self.path
+        )
+        return _capped(diff)
+
     def diff_against(self, base_branch: str) -> str:
         """The submission's changes against `base_branch` (from where it branched off, if known),
         capped at DIFF_MAX_BYTES."""
@@ -245,11 +271,15 @@ class Checkout:
         base = f"origin/{base_branch}"
         merge_base = self.git("merge-base", base, "HEAD", cwd=self.path, check=False)
         diff = self.git("diff", "--no-color", "--no-ext-diff", merge_base or base, "HEAD", cwd=self.path)
-        data = diff.encode()
-        if len(data) > DIFF_MAX_BYTES:
-            cut = data[:DIFF_MAX_BYTES].decode("utf-8", "ignore")
-            return f"{cut}\n[diff truncated at {DIFF_MAX_BYTES} bytes of {len(data)}]"
-        return diff
+        return _capped(diff)
+
+
+def _capped(diff: str, limit: int = DIFF_MAX_BYTES) -> str:
+    data = diff.encode()
+    if len(data) > limit:
+        cut = data[:limit].decode("utf-8", "ignore")
+        return f"{cut}\n[diff truncated at {limit} bytes of {len(data)}]"
+    return diff
 
 
 def _commit_object(git: Git, source: Path, sha: str) -> str | None:

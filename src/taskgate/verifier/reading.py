@@ -33,6 +33,7 @@ class ReportMissing(Exception):
 class ReadReport:
     report: Report
     sha256: str  # of the exact bytes parsed (lowercase hex)
+    mtime: float = 0.0  # when the file was last written (seconds since the epoch)
 
 
 def read_report(checkout: Path, spec: ReportSpec, owner: int | None = None) -> ReadReport:
@@ -75,7 +76,7 @@ def read_report(checkout: Path, spec: ReportSpec, owner: int | None = None) -> R
                 "too_large",
             )
         data = f.read(MAX_REPORT_BYTES + 1)
-    return ReadReport(parse_report(data, spec.format), hashlib.sha256(data).hexdigest())
+    return ReadReport(parse_report(data, spec.format), hashlib.sha256(data).hexdigest(), info.st_mtime)
 
 
 def _open_no_follow(root: Path, parts: tuple[str, ...]) -> int:

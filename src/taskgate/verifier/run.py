@@ -12,6 +12,7 @@ gathered here.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -19,6 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain import screen
+from taskgate.domain.baseline import (
+    DIFF_MAX_CHARS,
+    MAX_CHANGED,
+    SCOPED,
+    BaselineEvidence,
+    harness_part,
+    protect_globs,
+    protected,
+)
 from taskgate.domain.models import Criterion, CriterionKind, FailedTest
 from taskgate.domain.outcome import (
     CheckResult,
@@ -28,7 +38,7 @@ from taskgate.domain.outcome import (
     HiddenRun,
     ScreenHit,
 )
-from taskgate.domain.reports import Report, ReportError
+from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
@@ -36,6 +46,7 @@ from taskgate.domain.tooling import ADVICE, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
 from taskgate.verifier import hidden, process, reviewer, tools
 from taskgate.verifier.checkout import (
+    Baseline,
     Checkout,
     CheckoutError,
     CommitMissing,
@@ -47,6 +58,7 @@ from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
 DETAIL_CHARS = 1000
+REPORT_FAILED_LISTED = 10  # failing testcases of a report named with its check's result
 
 Progress = Callable[[str], None]
 
@@ -69,6 +81,8 @@ class Gathered:
     # The full commit checked out (`git rev-parse HEAD`): the submitted one may be abbreviated,
     # and the server signs the full one.
     commit: str | None = None
+    # What the submission changes against its baseline, found before any check ran.
+    baseline: BaselineEvidence | None = None
     timings: dict[str, float] = field(default_factory=dict)
     # What the config's hidden tests did (None: the config names none, or the run broke first).
     hidden: HiddenRun | None = None
@@ -139,13 +153,17 @@ class Runner:
         self.progress(
             f"checkout of {co.head[:12]} from {work['repo']} at {co.path} in {g.timings['checkout']:.2f} s"
         )
+        # Every git command before any check: once checks ran, the checkout (and its .git) is
+        # the check's.
+        with g.timed("baseline"):
+            base = self._baseline(cfg, co, g)
         diff = None
         if by_kind[CriterionKind.REVIEW]:
-            # Before any check: once checks ran, the checkout (and its .git) is the check's.
             with g.timed("review"):
-                diff = self._diff(cfg, co)
+                diff = self._diff(cfg, co, base)
         with g.timed("screen"):
-            g.screened = self._screen(cfg, co)
+            g.screened = self._screen(cfg, co, base)
+        committed = self._clear_reports(cfg, co)
         placed = None
         if cfg.hidden_tests is not None:
             # Last before the checks: nothing of the submission's is compared with them.
@@ -161,9 +179,9 @@ class Runner:
         if self.sandbox.user is not None:
             self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
         with g.timed("checks"):
-            self._checks(cfg, dirs, g)
+            started = self._checks(cfg, dirs, g)
         with g.timed("reports"):
-            reports = self._reports(cfg, co, g)
+            reports = self._reports(cfg, co, g, started, committed)
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
         if placed is not None:
             self._hidden(placed, reports, g)
@@ -174,11 +192,10 @@ class Runner:
             with g.timed("review"):
                 g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, dirs, diff)
 
-    def _screen(self, cfg: VerifierConfig, co: Checkout) -> list[ScreenHit]:
-        """The screen on the lines the submission adds against its baseline (git's work, so
-        before the checkout is handed over)."""
+    def _screen(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> list[ScreenHit]:
+        """The screen on the lines the submission adds against its baseline (the one _baseline
+        found: git's work, so before the checkout is handed over)."""
         try:
-            base = co.baseline(cfg.base_branch_choice())
             changed = co.changed_paths(base)
             into = [cfg.hidden_tests.into] if cfg.hidden_tests else []
             wanted = [
@@ -267,10 +284,14 @@ class Runner:
         """The tool the command's shell could not run (exit 126/127), if that is what happened."""
         return tools.unrunnable(command, done.exit_code, done.output + done.errors, self.env)
 
-    def _checks(self, cfg: VerifierConfig, co: RunDirs, g: Gathered) -> None:
+    def _checks(self, cfg: VerifierConfig, co: RunDirs, g: Gathered) -> dict[str, float]:
+        """Run every check; returns when each started (wall clock, as file times are)."""
+        started: dict[str, float] = {}
         for name, check in cfg.checks.items():
             minutes = check.timeout_minutes or cfg.check_timeout_minutes
             self.progress(f"check {name}: {check.command}")
+            # A second's slack: some filesystems keep file times coarser than the clock.
+            started[name] = time.time() - 1.0
             done = self._run(check.command, co, minutes)
             g.checks[name] = CheckResult(
                 exit_code=done.exit_code,
@@ -287,12 +308,41 @@ class Runner:
             self.progress(f"check {name}: exit {done.exit_code} in {done.duration_ms / 1000:.2f} s{ran}")
             if g.checks[name].missing_tool:
                 self.progress(f"check {name}: its shell could not run `{g.checks[name].missing_tool}` here")
+        return started
 
-    def _reports(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> dict[str, Report]:
+    def _clear_reports(self, cfg: VerifierConfig, co: Checkout) -> set[str]:
+        """Delete every report path before the checks run (a report is the check's own, never
+        the commit's); returns the checks whose report path the commit held a file at."""
+        committed: set[str] = set()
+        for name, check in cfg.checks.items():
+            if check.report is None:
+                continue
+            target = co.path / check.report.path
+            if not target.parent.resolve().is_relative_to(co.path.resolve()):
+                # A committed link out of the checkout: deleting through it would reach the
+                # verifier's own files. Reading it is refused later for the same reason.
+                committed.add(name)
+                continue
+            if target.is_symlink() or target.exists():
+                committed.add(name)
+                self.progress(
+                    f"report {name}: the commit holds {check.report.path}; deleted before the check"
+                )
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink()
+        return committed
+
+    def _reports(
+        self, cfg: VerifierConfig, co: Checkout, g: Gathered, started: dict[str, float], committed: set[str]
+    ) -> dict[str, Report]:
         reports: dict[str, Report] = {}
         for name, check in cfg.checks.items():
             if check.report is None:
                 continue
+            if name in committed:
+                g.checks[name] = g.checks[name].model_copy(update={"report_problem": "committed"})
             try:
                 read = read_report(co.path, check.report, owner=self.sandbox.check_uid)
             except ReportMissing:
@@ -305,8 +355,22 @@ class Runner:
                 continue
             except ReportError as exc:
                 raise RunError(f"report of check {name}: {exc}") from exc
+            if read.mtime < started[name]:
+                # Written before the check began (a file copied with its old time): not this run's.
+                g.checks[name] = g.checks[name].model_copy(
+                    update={"report_problem": "stale", "report_sha256": read.sha256}
+                )
+                self.progress(f"report {name}: {check.report.path} was last written before the check started")
+                continue
             reports[name] = read.report
-            g.checks[name] = g.checks[name].model_copy(update={"report_sha256": read.sha256})
+            failing = [t for t in read.report.all_tests() if t.outcome is TestOutcome.FAILED]
+            g.checks[name] = g.checks[name].model_copy(
+                update={
+                    "report_sha256": read.sha256,
+                    "report_failed": len(failing),
+                    "report_failed_names": [_test_name(t) for t in failing[:REPORT_FAILED_LISTED]],
+                }
+            )
             self.progress(f"report {name}: {check.report.path} read (sha256 {read.sha256})")
         return reports
 
@@ -353,12 +417,50 @@ class Runner:
             )
             self.progress(f"{c.id} {'pass' if ok else 'fail'}: exit {done.exit_code}")
 
-    def _diff(self, cfg: VerifierConfig, co: Checkout) -> str:
-        spec = cfg.reviewer or ReviewerSpec()
+    def _baseline(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> Baseline:
+        """Find the baseline and what the submission changes against it: the paths, which
+        scoped files changed only outside their test runner's part, and the diff of the
+        protected ones."""
         try:
-            return co.diff_against(spec.base_branch)
+            base = co.baseline(cfg.base_branch_choice())
+            changed = co.changed_paths(base)
+            listed = changed[:MAX_CHANGED]
+            unchanged = [
+                p
+                for p in listed
+                if (name := p.rsplit("/", 1)[-1]) in SCOPED
+                and harness_part(name, co.read_at(base, p)) == harness_part(name, co.read_at(None, p))
+            ]
+            globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
+            held = protected(listed, globs, unchanged)
+            diff = co.diff_from(base, held) if held else ""
         except CheckoutError as exc:
-            raise RunError(f"reviewer: cannot diff against {spec.base_branch}: {exc}") from exc
+            raise RunError(f"baseline: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            # git printed bytes that are not UTF-8 (a path's name, a scoped file's content).
+            raise RunError(f"baseline: git's answer is not UTF-8 text ({exc.reason})") from exc
+        g.baseline = BaselineEvidence(
+            branch=base.branch,
+            commit=base.commit,
+            why=base.why,
+            changed=listed,
+            changed_total=len(changed),
+            harness_unchanged=unchanged,
+            diff=diff[:DIFF_MAX_CHARS],
+        )
+        where = f"{base.branch} at {base.commit[:12]}" if base.commit else f"none ({base.why})"
+        said = f"; protected: {', '.join(held)}" if held else ""
+        self.progress(f"baseline: {where}; {len(changed)} changed paths{said}")
+        return base
+
+    def _diff(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> str:
+        spec = cfg.reviewer or ReviewerSpec()
+        if base.tip is None:
+            raise RunError(f"reviewer: cannot diff against {spec.base_branch}: {base.why}")
+        try:
+            return co.diff_from(base)
+        except CheckoutError as exc:
+            raise RunError(f"reviewer: cannot diff against {base.branch}: {exc}") from exc
 
     def _review(
         self, work: dict[str, Any], reviews: list[Criterion], cfg: VerifierConfig, co: RunDirs, diff: str
@@ -389,6 +491,10 @@ class Runner:
 def _split(full_name: str) -> tuple[str, str]:
     classname, _, name = full_name.rpartition(".")
     return classname, name
+
+
+def _test_name(t: TestCase) -> str:
+    return f"{t.classname}.{t.name}" if t.classname else t.name
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
@@ -23,12 +23,31 @@ from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox
 
 POLL_EVERY_S = 30.0
+DRAIN_IDLE_S = 30.0
+# After giving its slot back, a draining verifier looks at the queue once more this much later:
+# a submission the dispatcher saw while the slot was still held is in the queue's index by then.
+DRAIN_SETTLE_S = 1.0
 FINISH_TRIES = 3
 INTERRUPTED = "interrupted: the verifier was stopped during the run"
 
 
 class Unreachable(Exception):
     """The server cannot be reached or refuses the verifier key: nothing to verify with."""
+
+
+class Slot(Protocol):
+    """A draining verifier's hold on its place among a project's verifiers (in the cloud a
+    leased slot the dispatcher counts, cloud/drain_lease.py)."""
+
+    def held(self) -> bool:
+        """Still this verifier's (its lease renewed, not taken over)."""
+        ...
+
+    def release(self) -> None: ...
+
+    def reacquire(self) -> bool:
+        """Take it back after release(); False when another verifier has it now."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,9 @@ class Options:
     interval_s: float = POLL_EVERY_S
     json: bool = False
     sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
+    drain: bool = False  # verify until nothing arrived for idle_exit_s, then exit
+    idle_exit_s: float = DRAIN_IDLE_S
+    slot: Slot | None = None
 
 
 @dataclass
@@ -71,6 +93,7 @@ class Finished:
             "error": g.error,
             "commit_missing": g.commit_missing,
             "commit": g.commit,
+            "baseline": g.baseline.model_dump(mode="json", exclude={"diff"}) if g.baseline else None,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -117,6 +140,8 @@ class Worker:
         try:
             if self.opts.task:
                 return 0 if self.verify(self.opts.task) is not None else 1
+            if self.opts.drain:
+                return self.drain()
             if self.opts.once:
                 items, idle = self.waiting()
                 if not items:
@@ -149,6 +174,52 @@ class Worker:
             except Unreachable as exc:  # a service outlives server restarts: try again next round
                 print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
             time.sleep(self.opts.interval_s)
+
+    def drain(self) -> int:
+        """Verify waiting work, taking what arrives meanwhile, until none came for idle_exit_s;
+        then give the slot back and exit 0. A slot taken over by another verifier (this one's
+        lease lapsed) stops it after its current run."""
+        scope = f"project {self.opts.project}" if self.opts.project else "every project this key covers"
+        self.say(f"taskgate verify: draining {scope}; exits after {self.opts.idle_exit_s:g} s without work")
+        slot = self.opts.slot
+        quiet_since = time.monotonic()
+        try:
+            while True:
+                if slot is not None and not slot.held():
+                    self.note(
+                        "taskgate verify: another verifier took this one's slot (its lease lapsed); stopping"
+                    )
+                    return 0
+                try:
+                    items, _ = self.waiting()
+                except Unreachable as exc:
+                    print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
+                    items = []
+                ran = False
+                for task_id in items:
+                    if slot is not None and not slot.held():
+                        break
+                    ran = self.verify(task_id) is not None or ran
+                if ran:
+                    quiet_since = time.monotonic()
+                    continue
+                left = self.opts.idle_exit_s - (time.monotonic() - quiet_since)
+                if left > 0:
+                    time.sleep(min(self.opts.interval_s, left))
+                    continue
+                if slot is None:
+                    break
+                slot.release()
+                time.sleep(DRAIN_SETTLE_S)
+                items, _ = self.waiting()
+                if not items or not slot.reacquire():
+                    break
+                quiet_since = time.monotonic()
+        finally:
+            if slot is not None:
+                slot.release()
+        self.say(f"taskgate verify: nothing waiting for {self.opts.idle_exit_s:g} s; exiting")
+        return 0
 
     def _call(self, client: Client, method: str, path: str, body: Any = None, query: Any = None) -> Any:
         try:
@@ -261,6 +332,7 @@ class Worker:
             **({"commit": g.commit} if g.commit else {}),
             **({"hidden_tests": g.hidden.model_dump(mode="json")} if g.hidden is not None else {}),
             **({"screened": [h.model_dump(mode="json") for h in g.screened]} if g.screened else {}),
+            **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:
@@ -343,6 +415,8 @@ def options_from_env(
     json_lines: bool,
     env: dict[str, str] | None = None,
     sandbox: Sandbox | None = None,
+    drain: bool = False,
+    idle_exit_s: float = DRAIN_IDLE_S,
 ) -> Options:
     e = os.environ if env is None else env
     key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
@@ -359,4 +433,6 @@ def options_from_env(
         interval_s=interval_s,
         json=json_lines,
         sandbox=sandbox or Sandbox(),
+        drain=drain,
+        idle_exit_s=idle_exit_s,
     )

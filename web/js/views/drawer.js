@@ -214,7 +214,8 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Accept"),
       );
     }
-    if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status)) {
+    const held = task.status === "needs_human" && task.needs_human && ["held", "reads_grader"].includes(task.needs_human.why);
+    if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status) || held) {
       buttons.push(
         h("button", {
           type: "button",
@@ -257,6 +258,10 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]),
       ];
       if (task.spec_id) resolutions.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
+      if (held) {
+        // The submission changes protected paths: allowing it verifies it again with the change allowed, signed as yours.
+        resolutions.push(resolve("allow", `Allow ${id}'s change to ${task.needs_human.paths.join(", ")}?`, "Allow the change", [], "The submission is verified again with these protected paths allowed; the allowance is recorded in history and signed as yours."));
+      }
       if (task.attempts.some((a) => a.submission)) {
         resolutions.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
       }
@@ -477,6 +482,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
             { class: `run run-${r.status}` },
             h("p", {}, h("strong", {}, r.id), " ", resultBadge(r.status), signed.has(r.id) ? [" ", h("span", { class: "signed-badge", title: "the server's signed in-toto statement of this decision verifies with its attestation key" }, "signed")] : null, ` attempt ${r.attempt} · commit ${r.commit_sha.slice(0, 12)} · ${when(r.started_at)}${r.finished_at ? ` → ${when(r.finished_at)}` : ""}`),
             r.summary ? h("p", {}, r.summary) : null,
+            r.baseline ? changedPaths(r) : null,
             Object.keys(r.checks).length
               ? h(
                   "div",
@@ -510,6 +516,34 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
           ),
         ),
       ),
+    );
+  }
+
+  // The paths a run's submission changes against its baseline, protected ones and test files marked.
+  function changedPaths(r) {
+    const b = r.baseline;
+    const protectedSet = new Set(b.protected || []);
+    const tests = new Set(b.test_files || []);
+    const allowed = new Set((b.allowed && b.allowed.paths) || []);
+    const where = b.commit ? `${b.branch} at ${b.commit.slice(0, 12)}` : `no baseline (${b.why})`;
+    return h(
+      "details",
+      { class: "changed-paths", dataset: { key: `changed-${r.id}` } },
+      h("summary", {}, `${b.changed_total} changed path${b.changed_total === 1 ? "" : "s"} against ${where}${protectedSet.size ? ` · ${protectedSet.size} protected` : ""}`),
+      h(
+        "ul",
+        {},
+        (b.changed || []).map((p) =>
+          h(
+            "li",
+            { class: protectedSet.has(p) ? "protected-path" : null },
+            h("code", {}, p),
+            protectedSet.has(p) ? [" ", h("span", { class: "badge protected" }, allowed.has(p) ? "protected, allowed" : "protected")] : null,
+            tests.has(p) ? [" ", h("span", { class: "badge test-file" }, "test")] : null,
+          ),
+        ),
+      ),
+      b.diff ? h("details", {}, h("summary", {}, "Diff of the protected paths"), h("pre", { class: "output" }, b.diff)) : null,
     );
   }
 

@@ -195,7 +195,7 @@ export function mountVerifiers(root, app) {
       h(
         "p",
         { id: "vc-help", class: "field-hint" },
-        'The only commands a verifier runs: {"check_timeout_minutes": 15, "checks": {"unit": {"command": "...", "report": {"path": "...", "format": "junit"}}}, "reviewer": {"command": "claude -p", "base_branch": "main"}}',
+        'The only commands a verifier runs: {"check_timeout_minutes": 15, "checks": {"unit": {"command": "...", "report": {"path": "...", "format": "junit"}}}, "reviewer": {"command": "claude -p", "base_branch": "main"}, "base_branch": "main", "protect": ["**/conftest.py", "pytest.ini", "..."]}. protect: the paths a submission may not change without a human (absent: the default harness of pytest and the JavaScript runners; []: off).',
       ),
       errors,
       notes,

@@ -80,6 +80,7 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         commit=body.commit,
         hidden=body.hidden_tests,
         screened=body.screened,
+        baseline=body.baseline,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)

@@ -1,0 +1,309 @@
+"""What a submission changed against its baseline, and which of those changes a human must see.
+
+The verifier finds the baseline (the merge-base of the submitted commit with the base branch)
+and lists the paths the submission changes; the rules here say which of them are protected (the
+test harness: a change there can make any test pass) and which are test files. Pure: the
+verifier and the server apply the same rules, and the server's reading is the one that decides.
+
+Protected paths are the verifier config's `protect` globs, or DEFAULT_PROTECT when it names
+none, plus every file inside the checkout that a check's command runs by path. Three files are
+protected only in their test runner's part: `pyproject.toml` (its `[tool.pytest...]` tables),
+`setup.cfg` (`[tool:pytest]`) and `package.json` (the `jest`, `vitest`, `mocha` and `ava` keys,
+and the `test*`, `pretest*` and `posttest*` scripts). A change elsewhere in them is no change to
+the harness; the verifier compares that part of both versions (`harness_part`).
+
+A test file is one a runner collects by its naming rules: Python's `test_*.py` and `*_test.py`
+(and every `conftest.py`), JavaScript's `*.test.*`, `*.spec.*`, `*_test.*`, `*-test.*`,
+`test.*`, `test-*` and anything under a `__tests__/` directory.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+import tomllib
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgate.domain.chain import digest
+
+# The harness of pytest and of the common JavaScript runners: what a check's own outcome rests on.
+DEFAULT_PROTECT: tuple[str, ...] = (
+    "**/conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    "pyproject.toml",
+    "setup.cfg",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "pytest.py",
+    "pytest/",
+    "_pytest/",
+    ".venv/",
+    "venv/",
+    "**/node_modules/",
+    "vitest.config.*",
+    "vite.config.*",
+    "jest.config.*",
+    "package.json",
+)
+# Files protected only in their test runner's part (see harness_part).
+SCOPED = frozenset({"pyproject.toml", "setup.cfg", "package.json"})
+# How many changed paths a run records one by one. A submission changing more is held for a
+# human: a protected change must not hide past the end of a list nobody reads.
+MAX_CHANGED = 2000
+DIFF_MAX_CHARS = 20_000  # of the protected files' diff kept on the run
+FULL_COMMIT = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
+
+
+class BaselineEvidence(BaseModel):
+    """What the verifier found before any check ran, sent with the run's evidence."""
+
+    model_config = ConfigDict(extra="forbid")
+    branch: str | None = Field(default=None, max_length=200)
+    commit: str | None = Field(default=None, pattern=FULL_COMMIT)  # None: no baseline
+    why: str | None = Field(default=None, max_length=500)  # why there is none
+    changed: list[str] = Field(default_factory=list, max_length=MAX_CHANGED)
+    # More paths changed than MAX_CHANGED: `changed` holds the first of them (sorted).
+    changed_total: int = Field(default=0, ge=0)
+    # Of the changed SCOPED files, those whose test runner's part is as it was at the baseline.
+    harness_unchanged: list[str] = Field(default_factory=list, max_length=len(SCOPED) * MAX_CHANGED)
+    # `git diff` of the protected paths the submission changes (capped at DIFF_MAX_CHARS).
+    diff: str = Field(default="", max_length=DIFF_MAX_CHARS + 200)
+
+
+def changed_digest(paths: Sequence[str]) -> str:
+    """sha256 of the changed-path list's RFC 8785 form: what a run's statement signs."""
+    return digest(list(paths))
+
+
+# -- globs ------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A protect glob as a regex over a path relative to the checkout. `*` and `?` stay within
+    one path segment, `**/` is any number of leading directories, a trailing `/` names a
+    directory and everything under it; a pattern without `/` (other than a trailing one) is
+    anchored at the top, like `pytest.ini`. Hand-written: fnmatch lets `*` cross `/`, and the
+    few rules here are all a protect list needs."""
+    directory = pattern.endswith("/")
+    body = pattern.rstrip("/")
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body.startswith("**/", i):
+            out.append("(?:[^/]+/)*")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif body[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif body[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(body[i]))
+            i += 1
+    tail = "(?:/.*)?" if directory else ""
+    return re.compile("".join(out) + tail + r"\Z")
+
+
+def matches(path: str, pattern: str) -> bool:
+    return _glob(pattern).match(path) is not None
+
+
+def valid_glob(pattern: str) -> str | None:
+    """Why a protect glob cannot be used, or None."""
+    if not pattern.strip() or pattern != pattern.strip():
+        return "a protect glob must not be empty or start or end with whitespace"
+    if pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
+        return f"protect glob {pattern!r} must be relative to the checkout"
+    return None
+
+
+# -- what a check runs by path ---------------------------------------------------------------
+
+_INTERPRETERS = re.compile(r"^(python[0-9.]*|bash|sh|dash|zsh|node|deno|bun|ruby|perl|php)$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _relative(word: str) -> str | None:
+    """`word` as a path inside the checkout, if it is one (not absolute, not a bare name)."""
+    if "/" not in word or word.startswith(("/", "~", "-", "$")) or "://" in word:
+        return None
+    path = word.removeprefix("./")
+    while path.startswith("./"):
+        path = path[2:]
+    parts = path.split("/")
+    if ".." in parts or not path:
+        return None
+    return path
+
+
+def command_paths(command: str) -> list[str]:
+    """The files inside the checkout that a check's command runs by path: each simple command's
+    program (`.venv/bin/python`, `./scripts/test.sh`) and the script an interpreter is given
+    (`bash scripts/ci.sh`, `python tools/run.py`, not `python -m pytest`). What the shell
+    cannot split (an unbalanced quote) names nothing: the check fails to start either way."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return []
+    found: list[str] = []
+    program: str | None = None
+    expect_script = False
+    for word in words:
+        if word and all(ch in ";&|()<>" for ch in word):
+            program, expect_script = None, False
+            continue
+        if program is None:
+            if _ASSIGNMENT.match(word):
+                continue
+            program = word
+            path = _relative(word)
+            if path is not None:
+                found.append(path)
+            expect_script = _INTERPRETERS.match(word.rsplit("/", 1)[-1]) is not None
+            continue
+        if expect_script:
+            if word == "-m" or word == "-c" or word == "-e":
+                expect_script = False  # a module or inline code, not a file
+                continue
+            if word.startswith("-"):
+                continue
+            path = _relative(word) or (
+                word if re.fullmatch(r"[\w.-]+\.(py|sh|js|mjs|cjs|ts|rb|pl)", word) else None
+            )
+            if path is not None:
+                found.append(path)
+            expect_script = False
+    return list(dict.fromkeys(found))
+
+
+def protect_globs(protect: Sequence[str] | None, commands: Iterable[str]) -> list[str]:
+    """The globs in force: the config's own (None: DEFAULT_PROTECT; empty: none) plus, unless
+    protection is off, the files the checks run by path."""
+    if protect is not None and not protect:
+        return []
+    base = list(DEFAULT_PROTECT if protect is None else protect)
+    return list(dict.fromkeys([*base, *(p for c in commands for p in command_paths(c))]))
+
+
+def protected(
+    changed: Iterable[str], globs: Sequence[str], harness_unchanged: Iterable[str] = ()
+) -> list[str]:
+    """The changed paths that are protected; a SCOPED file whose test runner's part is as it
+    was (`harness_unchanged`) is not."""
+    same = set(harness_unchanged)
+    out = []
+    for path in changed:
+        if path in same and path.rsplit("/", 1)[-1] in SCOPED:
+            continue
+        if any(matches(path, g) for g in globs):
+            out.append(path)
+    return out
+
+
+# -- test files -------------------------------------------------------------------------------
+
+_TEST_FILE = re.compile(
+    r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|conftest\.py)\Z"
+    r"|(^|/)[^/]+\.(test|spec)\.[A-Za-z0-9]+\Z"
+    r"|(^|/)[^/]+[_-]test\.(js|mjs|cjs|ts|mts|cts|jsx|tsx)\Z"
+    r"|(^|/)test(-[^/]*)?\.(js|mjs|cjs|ts|mts|cts)\Z"
+    r"|(^|/)__tests__/"
+)
+
+
+def is_test_file(path: str) -> bool:
+    return _TEST_FILE.search(path) is not None
+
+
+# -- the test runner's part of a scoped file -------------------------------------------------
+
+_PACKAGE_KEYS = ("jest", "vitest", "mocha", "ava")
+
+
+def harness_part(name: str, text: str | None) -> Any:
+    """The test runner's part of a SCOPED file (`name`: its base name), as a value two versions
+    compare by; None for a file that does not exist. A file that does not parse is all harness:
+    its whole text is the part, so any change to it counts."""
+    if text is None:
+        return None
+    try:
+        if name == "pyproject.toml":
+            tool = tomllib.loads(text).get("tool", {})
+            return tool.get("pytest") if isinstance(tool, dict) else text
+        if name == "setup.cfg":
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            return dict(parser["tool:pytest"]) if parser.has_section("tool:pytest") else None
+        if name == "package.json":
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                return text
+            scripts = data.get("scripts") or {}
+            tests = (
+                {k: v for k, v in scripts.items() if k.startswith(("test", "pretest", "posttest"))}
+                if isinstance(scripts, dict)
+                else scripts
+            )
+            return {"scripts": tests, **{k: data[k] for k in _PACKAGE_KEYS if k in data}}
+    except (ValueError, configparser.Error):
+        return text
+    return text
+
+
+def run_record(
+    evidence: BaselineEvidence, globs: Sequence[str], held: Sequence[str], allowed: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a run keeps of its baseline: the verifier's findings with the server's reading of
+    them (which changed paths are protected, which are test files), the digest its statement
+    signs, and the diff when the run was held for it."""
+    total = max(evidence.changed_total, len(evidence.changed))
+    out: dict[str, Any] = {
+        "branch": evidence.branch,
+        "commit": evidence.commit,
+        "why": evidence.why,
+        "changed": list(evidence.changed),
+        "changed_total": total,
+        "changed_sha256": changed_digest(evidence.changed),
+        "protected": protected(evidence.changed, globs, evidence.harness_unchanged),
+        "test_files": [p for p in evidence.changed if is_test_file(p)],
+    }
+    if held:
+        out["diff"] = evidence.diff[:DIFF_MAX_CHARS]
+    if allowed is not None:
+        out["allowed"] = allowed
+    return out
+
+
+def statement_facts(record: dict[str, Any] | None) -> dict[str, Any]:
+    """What a run's signed statement says of its baseline: the commit (or that there is none,
+    and why), the number of changed paths and the digest of their list, and a human's allowance."""
+    if record is None:
+        return {"recorded": False}
+    facts: dict[str, Any] = {
+        "branch": record.get("branch"),
+        "commit": record.get("commit"),
+        "changedPaths": record.get("changed_total", 0),
+        "changedPathsSha256": record.get("changed_sha256"),
+    }
+    if record.get("commit") is None:
+        facts["none"] = record.get("why") or "no baseline"
+    if record.get("protected"):
+        facts["protectedChanged"] = record["protected"]
+    if record.get("allowed"):
+        facts["allowed"] = record["allowed"]
+    return facts
