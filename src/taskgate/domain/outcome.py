@@ -456,14 +456,16 @@ def _report_problems(checks: Mapping[str, CheckResult], reports: Mapping[str, st
 def held_paths(
     config: VerifierConfig | None, baseline: BaselineEvidence | None, allowed: Sequence[str] = ()
 ) -> list[str]:
-    """The protected paths the submission changes that no human allowed. A list cut at
-    MAX_CHANGED holds the run too (its name stands for the paths past the cut)."""
+    """The protected paths the submission changes that no human allowed, but for those the
+    hidden tests replace. A list cut at MAX_CHANGED holds the run too (its name stands for the
+    paths past the cut)."""
     if config is None or baseline is None:
         return []
     globs = protect_globs(config.protect, [c.command for c in config.checks.values()])
     if not globs:
         return []
-    found = protected(baseline.changed, globs, baseline.harness_unchanged)
+    changed = [p for p in baseline.changed if not config.replaced_before_checks(p)]
+    found = protected(changed, globs, baseline.harness_unchanged)
     if baseline.changed_total > len(baseline.changed):
         found.append(f"(and {baseline.changed_total - len(baseline.changed)} more changed paths not listed)")
     return [p for p in found if p not in set(allowed)]

@@ -125,6 +125,12 @@ class VerifierConfig(BaseModel):
                 )
         return v
 
+    def replaced_before_checks(self, path: str) -> bool:
+        """Whether the verifier replaces `path` before any check runs (the hidden tests' `into`
+        directory, placed whole): what the submission put there never runs, so it holds nothing."""
+        into = self.hidden_tests.into if self.hidden_tests is not None else None
+        return into is not None and (path == into or path.startswith(into + "/"))
+
     def base_branch_choice(self) -> str | None:
         """The base branch a human named (here or for the reviewer); None leaves it to the
         repository (`main` if it has one, else its HEAD branch)."""

@@ -432,7 +432,7 @@ class Runner:
                 and harness_part(name, co.read_at(base, p)) == harness_part(name, co.read_at(None, p))
             ]
             globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
-            held = protected(listed, globs, unchanged)
+            held = [p for p in protected(listed, globs, unchanged) if not cfg.replaced_before_checks(p)]
             diff = co.diff_from(base, held) if held else ""
         except CheckoutError as exc:
             raise RunError(f"baseline: {exc}") from exc
