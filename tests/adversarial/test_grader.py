@@ -284,6 +284,46 @@ def test_code_that_reads_or_ends_its_grader_goes_to_a_human_using_no_attempt(
     assert facts["result"] == "WARNED" and facts["taskgate"]["screened"][0]["path"] == "calc.py"
 
 
+def test_code_that_reads_its_grader_is_sent_back_with_findings_using_the_attempt(
+    live: Live, tmp_path: Path
+) -> None:
+    gate = calc_gate(live, tmp_path)
+    tid = gate.task([ADD_CRITERION])
+    submit_on_branch(gate, tid, {"calc.py": EXITS_ON_FAILING_INPUT})
+    assert verified(gate, tid)["task"]["needs_human"]["why"] == "reads_grader"
+    r = gate.live.rest("POST", f"/api/tasks/{tid}/reopen", {"findings": ["add the numbers; do not exit"]})
+    assert r.status_code == 200, r.text
+    task = gate.detail(tid)["task"]
+    assert (task["status"], task["attempts_used"], task["needs_human"]) == ("ready", 1, None)
+    assert task["findings"][-1]["summary"] == "add the numbers; do not exit"
+
+
+def test_held_paths_win_over_the_screen_and_the_screen_holds_again_once_allowed(
+    live: Live, tmp_path: Path
+) -> None:
+    gate = calc_gate(live, tmp_path)
+    tid = gate.task([ADD_CRITERION])
+    conftest = "import os\n\nos.environ.setdefault('CALC', '1')\n"
+    submit_on_branch(gate, tid, {"calc.py": EXITS_ON_FAILING_INPUT, "conftest.py": conftest})
+    task = verified(gate, tid)["task"]
+    assert (task["status"], task["attempts_used"]) == ("needs_human", 0)
+    held = task["needs_human"]
+    assert (held["why"], held["paths"]) == ("held", ["conftest.py"])
+    # The exit ends the check before it writes its report: the run broke too, and says so.
+    assert held["reason"].startswith(
+        "the submission changes protected paths: conftest.py; the run also broke: "
+    )
+    assert "; and the submission adds code that reads or ends its grader (py.exit)" in held["reason"]
+    assert "calc.py:6 [py.exit] `os._exit(0)`" in held["reason"]
+    r = gate.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "allow"})
+    assert r.status_code == 200, r.text
+    detail = verified(gate, tid)
+    again = detail["task"]
+    assert (again["status"], again["attempts_used"]) == ("needs_human", 0)
+    assert (again["needs_human"]["why"], again["needs_human"]["paths"]) == ("reads_grader", [])
+    assert [x["action"] for x in detail["history"]].count("verify_hold") == 2
+
+
 def test_the_fix_with_a_command_line_module_verifies_with_no_human(live: Live, tmp_path: Path) -> None:
     gate = calc_gate(live, tmp_path)
     tid = gate.task([ADD_CRITERION])
