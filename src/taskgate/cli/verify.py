@@ -10,6 +10,16 @@ from typing import Any
 from taskgate.cli.client import DEFAULT_SERVER
 
 
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number, not {value!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"--jobs takes 1 to 64, not {n}")
+    return n
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     import signal
 
@@ -18,8 +28,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from taskgate.verifier.sandbox import SandboxError
     from taskgate.verifier.worker import Worker, options_from_env
 
-    if args.task and (args.once or args.project):
-        raise SystemExit("taskgate verify: --task verifies one task; it goes without --once and --project")
+    if args.task and (args.once or args.project or args.jobs > 1):
+        raise SystemExit(
+            "taskgate verify: --task verifies one task; it goes without --once, --project and --jobs"
+        )
 
     def stop(*_: object) -> None:
         raise KeyboardInterrupt  # SIGTERM (a container stopping) ends a run like Ctrl-C does
@@ -35,6 +47,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         project=args.project,
         interval_s=args.interval,
         json_lines=args.json,
+        jobs=args.jobs,
     )
     # The image this verifier runs in (the task definition sets it) is no secret, but it shares
     # the TASKGATE_ prefix that isolate() clears from the environment: keep it for the worker.
@@ -71,6 +84,13 @@ def register(sub: Any) -> None:
         "--interval", type=float, default=30.0, help="seconds between polls (default %(default)s)"
     )
     vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
+    vf.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        help="verifications at once, each in its own process, checkout, home and temp dir "
+        "(default %(default)s)",
+    )
     vf.add_argument(
         "--check-user",
         default=os.environ.get("TASKGATE_CHECK_USER") or None,
