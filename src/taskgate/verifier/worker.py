@@ -15,10 +15,12 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
+from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.jobs import Lines, run_jobs
 from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox
@@ -51,6 +53,10 @@ class Options:
     json: bool = False
     jobs: int = 1  # verifications at once, each in a process of its own (jobs.py)
     wait_s: float = WAIT_FOR_WORK_S  # how long a work request may wait for a submission
+    # Where dependency caches are kept (verifier/cache.py): "" for <home>/.taskgate/verifier-cache
+    # of whoever the verifier runs as, None for no caches at all.
+    cache_dir: str | None = ""
+    cache_max_mb: int = DEFAULT_MAX_MB
     sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
 
 
@@ -103,6 +109,10 @@ class Worker:
         self.env = dict(os.environ if env is None else env)
         self.secrets = [s for s in (opts.verifier_key, opts.reviewer_key, opts.git_token) if s]
         self._images_told: set[str] = set()
+        self.cache: CacheStore | None = None
+        if opts.cache_dir is not None:
+            where = Path(opts.cache_dir) if opts.cache_dir else Path.home() / ".taskgate" / "verifier-cache"
+            self.cache = LocalCacheStore(where, opts.cache_max_mb * 1024 * 1024)
         self._lines: Lines | None = None  # shared with the other jobs, when there are several
         self._slot = 0  # which job this is: each takes the waiting list from another place
         self._refused: set[str] = set()  # tasks whose start was refused for a reason of their own
@@ -258,6 +268,7 @@ class Worker:
             reviewer_available=self.reviewer is not None,
             progress=self._printer(task_id),
             sandbox=self.opts.sandbox,
+            cache=self.cache,
         )
         try:
             gathered = runner.execute(work)
@@ -415,6 +426,16 @@ def options_from_env(
     key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
     if not key:
         raise SystemExit("taskgate verify: set TASKGATE_VERIFIER_KEY to a local verifier key (tgv_...)")
+    cache_dir = e.get("TASKGATE_VERIFIER_CACHE", "").strip()
+    raw_mb = e.get("TASKGATE_VERIFIER_CACHE_MB", "").strip()
+    try:
+        cache_mb = int(raw_mb) if raw_mb else DEFAULT_MAX_MB
+    except ValueError:
+        cache_mb = 0
+    if cache_mb < 1:
+        raise SystemExit(
+            f"taskgate verify: TASKGATE_VERIFIER_CACHE_MB must be a whole number of MB, not {raw_mb!r}"
+        )
     return Options(
         server=server,
         verifier_key=key,
@@ -427,4 +448,6 @@ def options_from_env(
         json=json_lines,
         sandbox=sandbox or Sandbox(),
         jobs=jobs,
+        cache_dir=None if cache_dir == "off" else cache_dir,
+        cache_max_mb=cache_mb,
     )
