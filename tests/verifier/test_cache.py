@@ -278,3 +278,17 @@ def test_the_local_store_evicts_the_least_recently_restored(tmp_path: Path) -> N
     with pytest.raises(Exception, match="over the cache's cap"):
         store.save("d" * 64, big)
     assert not store.restore("d" * 64, tmp_path / "r4")
+
+
+def test_a_submission_already_on_the_base_branch_makes_no_cache(
+    setup: tuple[Gate, Path, dict[str, str]],
+) -> None:
+    """Its baseline is itself: a cache made from it would be made by its own code."""
+    gate, log, env = setup
+    task = gate.task([KEEPS_DIGITS])
+    gate.submit(task, gate.repo.commit({"slug.py": SLUGIFY + "\n# on main\n"}))
+    out = progress(gate, env)
+    assert "cache unit: not made: the submitted commit is its own baseline" in out, out
+    assert f"{task}: passed -> verified" in out, out
+    assert builds(log) == 1  # its own check installed; nothing was saved
+    assert not any((Path(env["TASKGATE_VERIFIER_CACHE"])).glob("[0-9a-f]*"))
