@@ -12,7 +12,8 @@ submit over MCP.
 
 1. Start latency: a `taskgate verify` waits idle (polling interval 30 s, the default); an agent
    submits one task, and the time from `submit_task` returning to the verifier's "verifying"
-   line is measured; --starts times, one at a time.
+   line is measured; --starts times, one at a time. Below zero: the verifier had started before
+   the agent had read submit_task's answer (the commit wakes it before the answer is sent).
 2. --agents agents submit --tasks tasks at once; `taskgate verify --once` then verifies them
    all: sequential without the cache (the baseline), `--jobs 2` without it, and sequential with
    it. Each reports the time to the last verdict, p50/p95 of submit to verdict, and the time
