@@ -251,6 +251,13 @@ def test_relocation_rewrites_text_and_links_but_not_binaries(tmp_path: Path) -> 
     assert sorted(changed) == ["link", "script"]
     assert (tmp_path / "t" / "script").read_text() == f"#!{PLACEHOLDER}/.venv/bin/python\n"
     assert os.readlink(tmp_path / "t" / "link") == f"{PLACEHOLDER}/src"
+    # A list naming paths outside the tree, or through a link, changes nothing there.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f").write_text(PLACEHOLDER)
+    os.symlink(outside, tmp_path / "t" / "out")
+    assert relocate(tmp_path / "t", PLACEHOLDER, "/x", ["../outside/f", "out/f", str(outside / "f")]) == []
+    assert (outside / "f").read_text() == PLACEHOLDER
 
 
 def test_the_local_store_evicts_the_least_recently_restored(tmp_path: Path) -> None:

@@ -120,6 +120,8 @@ def relocate(tree: Path, old: str, new: str, only: Sequence[str] | None = None) 
     changed: list[str] = []
     oldb, newb = old.encode(), new.encode()
     for rel in only if only is not None else _all_entries(tree):
+        if not _plain(tree, rel):
+            continue  # a listed path that leaves the tree, or goes through a link, is no file of it
         path = tree / rel
         try:
             st = path.lstat()
@@ -137,6 +139,13 @@ def relocate(tree: Path, old: str, new: str, only: Sequence[str] | None = None) 
                 path.write_bytes(data.replace(oldb, newb))
                 changed.append(rel)
     return changed
+
+
+def _plain(tree: Path, rel: str) -> bool:
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return False
+    return not any(tree.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts)))
 
 
 def _all_entries(tree: Path) -> Iterator[str]:
