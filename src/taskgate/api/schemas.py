@@ -485,6 +485,11 @@ class WaitingWork(Out):
         description="What waits in each project asked about (every project the key covers with "
         "verification on, or with submitted work): why there may be nothing to start."
     )
+    wait_s: float = Field(
+        default=0.0,
+        description="How long the server would wait for work before answering (the `wait` asked "
+        "for; 0 when none was). A verifier that sees it may ask again at once.",
+    )
 
 
 class StartRun(In):

@@ -42,11 +42,56 @@ class ReportSpec(BaseModel):
         return v
 
 
+def _inside(v: str, what: str) -> str:
+    parts = v.split("/")
+    if v.startswith(("/", "~")) or "\\" in v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{what} {v!r} must be a relative path inside the checkout (no '.', '..' or '//')")
+    if parts[0] == ".git":
+        raise ValueError(f"{what} {v!r} is inside .git")
+    return v
+
+
+class CacheSpec(BaseModel):
+    """A dependency cache for one check: the files whose contents key it, and the paths it
+    restores. Written only from the check run on the base branch (verifier/cache.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: list[str] = Field(min_length=1, max_length=20)
+    paths: list[str] = Field(min_length=1, max_length=10)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not 1 <= len(pattern) <= 200:
+                raise ValueError("a cache key pattern has 1 to 200 characters")
+            _inside(pattern, "cache key pattern")
+        return v
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not 1 <= len(path) <= 200:
+                raise ValueError("a cache path has 1 to 200 characters")
+            _inside(path, "cache path")
+            if any(c in path for c in "*?[]"):
+                raise ValueError(f"cache path {path!r} is a path, not a pattern")
+        for a in v:
+            for b in v:
+                if a != b and b.startswith(a + "/"):
+                    raise ValueError(f"cache paths {a!r} and {b!r} overlap")
+        if len(set(v)) != len(v):
+            raise ValueError("cache paths must differ")
+        return v
+
+
 class CheckSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1, max_length=4000)
     report: ReportSpec | None = None
     timeout_minutes: float | None = Field(default=None, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
+    cache: CacheSpec | None = None
 
 
 class ReviewerSpec(BaseModel):

@@ -10,6 +10,7 @@ import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, cast
 
 from taskgate.service import secrets
@@ -140,10 +141,13 @@ def serve(options: ServeOptions) -> None:
     from taskgate.mcp.app import build_app
     from taskgate.service import key_cache
     from taskgate.service.sweeper import sweep
+    from taskgate.service.wakeups import Signal
     from taskgate.store.sqlite import SQLiteStore
 
     token, token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
+    # Every write goes through this process: its commits wake the verifiers waiting for work.
+    wakeups = ctx.wakeups = Signal()
     if isinstance(ctx.store, SQLiteStore):
         # Every revocation goes through this process (its REST API and board): a key cache can
         # be exact here (service/key_cache.py). Not with DynamoDB, which other processes share.
@@ -155,7 +159,7 @@ def serve(options: ServeOptions) -> None:
     if swept.expired or swept.cascaded:
         log.warning("on start: %d leases expired, %d tasks repaired", len(swept.expired), len(swept.cascaded))
     sign_in = SignIn(token)
-    gateway = Gateway(workers=options.workers, sign_in=sign_in, mcp_app=build_app())
+    gateway = Gateway(workers=options.workers, sign_in=sign_in, mcp_app=build_app(), wakeups=wakeups)
     gateway.warm()
     sweeper = Sweeper()
     sweeper.start()
@@ -189,8 +193,14 @@ def serve(options: ServeOptions) -> None:
     # that every request's garbage triggers no longer walk it again.
     gc.collect()
     gc.freeze()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            wakeups.close()  # waiting work requests answer now, not when their wait ends
+            super().handle_exit(sig, frame)
+
     try:
-        uvicorn.Server(config).run()
+        Server(config).run()
     finally:
         sweeper.stopped.set()
         sweeper.join(timeout=5)

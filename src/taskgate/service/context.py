@@ -18,6 +18,7 @@ from taskgate.domain.principals import Acting
 from taskgate.domain.text import unencodable
 from taskgate.service import records
 from taskgate.service.offers import OFFERS, Offers
+from taskgate.service.wakeups import Polling, Wakeups, brings_work
 from taskgate.store.port import (
     ConflictError,
     Item,
@@ -62,6 +63,9 @@ class Context:
     # The server's attestation key (service/attestations.py): decisions and acceptances are
     # signed with it. None: nothing is signed (a context for tests of other rules).
     attestor: Attestor | None = None
+    # Wakes verifiers waiting for work (service/wakeups.py): `taskgate serve` sets one its own
+    # commits signal; elsewhere a waiting request reads the store again every few seconds.
+    wakeups: Wakeups = field(default_factory=Polling)
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -83,6 +87,8 @@ class Context:
             raise TaskgateError(
                 ErrorCode.VALIDATION, "text must be valid Unicode (it holds a lone UTF-16 surrogate)"
             ) from exc
+        if brings_work(ops):
+            self.wakeups.notify()
 
     def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
         """Run read-decide-commit again when only a version race (not a rule) stopped it."""

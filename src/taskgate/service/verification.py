@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -36,6 +37,7 @@ from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.service import attestations, records
 from taskgate.service.context import SYSTEM, Context, chained, event, put_event, put_task
 from taskgate.service.transitions import move
+from taskgate.service.wakeups import MAX_WAIT_S
 from taskgate.store.port import Put
 
 MAX_CHECKS = 50
@@ -319,6 +321,27 @@ def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[
             running = sum(1 for t in submitted if t.live_run is not None) if on else 0
             found.append(Queue(name, on, len(free), running, 0 if on else len(submitted)))
     return sorted(out, key=lambda t: t.status_changed_at), found
+
+
+def queues_waiting(
+    ctx: Context, who: Acting, project: str | None, wait_s: float
+) -> tuple[list[Task], list[Queue], float]:
+    """`queues`, but when nothing can be started, wait up to `wait_s` (at most MAX_WAIT_S) for
+    something to arrive. Also returns the wait honoured, so a verifier knows it may ask again at
+    once instead of sleeping between polls."""
+    if not 0 <= wait_s <= MAX_WAIT_S:
+        raise invalid(f"wait must be between 0 and {MAX_WAIT_S:g} seconds")
+    if ctx.wakeups.host_waits:  # the local gateway waits between answers (service/wakeups.py)
+        waiting_, found = queues(ctx, who, project)
+        return waiting_, found, wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        seen = ctx.wakeups.generation()
+        waiting_, found = queues(ctx, who, project)
+        left = deadline - time.monotonic()
+        if waiting_ or left <= 0:
+            return waiting_, found, wait_s
+        ctx.wakeups.wait(seen, left)
 
 
 def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]:

@@ -12,11 +12,15 @@ gathered here.
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from taskgate.domain.baseline import (
@@ -35,8 +39,19 @@ from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
-from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
+from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
 from taskgate.verifier import process, reviewer, tools
+from taskgate.verifier.cache import (
+    MANIFEST,
+    PLACEHOLDER,
+    CacheError,
+    CacheStore,
+    cache_key,
+    copy_tree,
+    matches,
+    relocate,
+    tree_bytes,
+)
 from taskgate.verifier.checkout import Baseline, Checkout, CheckoutError, CommitMissing, checkout
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
@@ -94,6 +109,7 @@ class Runner:
     reviewer_available: bool = False
     progress: Progress = lambda _line: None
     sandbox: Sandbox = field(default_factory=Sandbox)
+    cache: CacheStore | None = None  # where dependency caches are kept; None: never used
 
     def execute(self, work: dict[str, Any]) -> Gathered:
         g = Gathered()
@@ -137,6 +153,9 @@ class Runner:
         # the check's.
         with g.timed("baseline"):
             base = self._baseline(cfg, co, g)
+        if self.cache is not None and any(c.cache for c in cfg.checks.values()):
+            with g.timed("cache"):  # git's work too: before the checkout is the check user's
+                self._caches(work, cfg, co, base)
         diff = None
         if by_kind[CriterionKind.REVIEW]:
             with g.timed("review"):
@@ -156,6 +175,149 @@ class Runner:
         if diff is not None:
             with g.timed("review"):
                 g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, dirs, diff)
+
+    # -- dependency caches (verifier/cache.py) ----------------------------------------------
+
+    def _caches(self, work: dict[str, Any], cfg: VerifierConfig, co: Checkout, base: Baseline) -> None:
+        if self.sandbox.user is None:
+            self.progress(
+                "cache: not used: the checks run as the verifier's own user, who could write into it "
+                "(started as root, the verifier runs them as a check user)"
+            )
+            return
+        if base.commit is None:
+            self.progress(f"cache: not used: {base.why}")
+            return
+        try:
+            changed = co.changed_paths(base)
+            listed = co.git("ls-tree", "-r", "-z", base.commit, cwd=co.path)
+        except CheckoutError as exc:
+            self.progress(f"cache: not used: {exc}")
+            return
+        blobs: dict[str, str] = {}
+        for entry in filter(None, listed.split("\0")):
+            meta, _, path = entry.partition("\t")
+            blobs[path] = meta.split()[-1]
+        for name, check in cfg.checks.items():
+            if check.cache is not None:
+                self._cache(work, cfg, co, base, name, check, check.cache, changed, blobs)
+
+    def _cache(
+        self,
+        work: dict[str, Any],
+        cfg: VerifierConfig,
+        co: Checkout,
+        base: Baseline,
+        name: str,
+        check: CheckSpec,
+        spec: CacheSpec,
+        changed: list[str],
+        blobs: dict[str, str],
+    ) -> None:
+        assert self.cache is not None and self.sandbox.user is not None and base.commit is not None
+        touched = [p for p in changed if any(matches(k, p) for k in spec.key)]
+        if touched:
+            self.progress(f"cache {name}: not used: the submission changes {touched[0]}, a key file")
+            return
+        for path in spec.paths:
+            taken = occupied(co.path, path)
+            if taken is not None:
+                self.progress(f"cache {name}: not used: the submission has {taken}, where the cache goes")
+                return
+        files = sorted([p, oid] for p, oid in blobs.items() if any(matches(k, p) for k in spec.key))
+        key = cache_key(
+            {
+                "format": 1,
+                "check": name,
+                "command": check.command,
+                "key": spec.key,
+                "paths": spec.paths,
+                "files": files,
+                "machine": platform.machine(),
+                "image": self.env.get(IMAGE_VAR),
+                "user": self.sandbox.user.name,
+            }
+        )
+        staged = co.path.parent / f"cache-{name}"  # in the run's directory, gone with it
+        try:
+            found = self.cache.restore(key, staged)
+            if not found and base.commit == co.head:
+                # The submitted commit is on the base branch already: its baseline is itself, and
+                # a cache made from it would be made by the submission's own code.
+                self.progress(f"cache {name}: not made: the submitted commit is its own baseline")
+            elif not found and self._prepare(work, cfg, base.commit, name, check, spec, key):
+                found = self.cache.restore(key, staged)
+            if not found:
+                return
+            relocate(staged, PLACEHOLDER, str(co.path), json.loads((staged / MANIFEST).read_text()))
+            restored = []
+            for path in spec.paths:
+                src = staged / path
+                if src.is_symlink() or src.exists():
+                    (co.path / path).parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(src, co.path / path)
+                    restored.append(path)
+            self.progress(
+                f"cache {name}: restored {', '.join(restored) or 'nothing'} "
+                f"(key {key[:12]}, from the baseline {base.commit[:12]})"
+            )
+        except (CacheError, OSError, ValueError) as exc:
+            self.progress(f"cache {name}: not used: {exc}")
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+
+    def _prepare(
+        self,
+        work: dict[str, Any],
+        cfg: VerifierConfig,
+        commit: str,
+        name: str,
+        check: CheckSpec,
+        spec: CacheSpec,
+        key: str,
+    ) -> bool:
+        """Make the cache from the check run on the baseline's own commit, in a checkout of
+        its own; saved only when the check passed there. True when saved."""
+        assert self.cache is not None
+        self.progress(
+            f"cache {name}: none yet for key {key[:12]}: running the check on the baseline {commit[:12]}"
+        )
+        with ExitStack() as stack:
+            try:
+                made = stack.enter_context(checkout(work["repo"], commit, env=self.env, token=self.git_token))
+            except (CheckoutError, CommitMissing) as exc:
+                self.progress(f"cache {name}: not made: checkout of the baseline failed: {exc}")
+                return False
+            with self.sandbox.hand_over(made.path) as dirs:
+                done = self._run(check.command, dirs, check.timeout_minutes or cfg.check_timeout_minutes)
+            if done.exit_code != 0:
+                said = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                self.progress(f"cache {name}: not saved: the check {said} on the baseline")
+                return False
+            # Nothing of the check user's runs any more (hand_over ended): the tree holds still.
+            staging = made.path.parent / "cache-save"
+            os.mkdir(staging, 0o700)
+            for path in spec.paths:
+                if occupied(made.path, path, parents_only=True) is not None:
+                    self.progress(f"cache {name}: not saved: {path} is under a link on the baseline")
+                    return False
+                src = made.path / path
+                if src.is_symlink() or not src.is_dir():
+                    if src.is_symlink() or src.exists():
+                        self.progress(f"cache {name}: not saved: {path} is not a directory after the check")
+                        return False
+                    continue  # the check made nothing there
+                (staging / path).parent.mkdir(parents=True, exist_ok=True)
+                copy_tree(src, staging / path)
+            moved = relocate(staging, str(made.path), PLACEHOLDER)
+            (staging / MANIFEST).write_text(json.dumps(moved))
+            try:
+                self.cache.save(key, staging)
+            except (CacheError, OSError) as exc:
+                self.progress(f"cache {name}: not saved: {exc}")
+                return False
+            self.progress(f"cache {name}: saved from the baseline ({tree_bytes(staging) / 2**20:.1f} MB)")
+            return True
 
     def _refuse_early(
         self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]
@@ -404,6 +566,20 @@ class Runner:
 
 def _test_name(t: TestCase) -> str:
     return f"{t.classname}.{t.name}" if t.classname else t.name
+
+
+def occupied(root: Path, rel: str, *, parents_only: bool = False) -> str | None:
+    """What in `root` stands where `rel` would go: a link or a file above it (a copy would go
+    through or fail), or (unless `parents_only`) anything at `rel` itself. None: the way is free."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        above = root.joinpath(*parts[:i])
+        if above.is_symlink() or (above.exists() and not above.is_dir()):
+            return "/".join(parts[:i])
+    here = root / rel
+    if not parents_only and (here.is_symlink() or here.exists()):
+        return rel
+    return None
 
 
 def _one_line(text: str, limit: int = 200) -> str:

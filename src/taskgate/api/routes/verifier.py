@@ -26,10 +26,19 @@ RUN = "/api/verifier/runs/<task_id>/<run_id>"
     "that has verification on",
     tags=TAGS,
 )
-def waiting_work(project: Annotated[str | None, Query()] = None) -> WaitingWork:
-    waiting, queues = verification.queues(runtime.context(), caller(), project)
+def waiting_work(
+    project: Annotated[str | None, Query()] = None,
+    wait: Annotated[
+        float | None,
+        Query(
+            description="With nothing to start, wait up to this many seconds (at most 20) for a "
+            "submission before answering; the answer's wait_s says what was honoured"
+        ),
+    ] = None,
+) -> WaitingWork:
+    waiting, queues, waited = verification.queues_waiting(runtime.context(), caller(), project, wait or 0.0)
     return WaitingWork.model_validate(
-        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues]}
+        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues], "wait_s": waited}
     )
 
 
