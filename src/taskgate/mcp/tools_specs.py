@@ -104,7 +104,7 @@ def approve_spec(
     return views.SpecApproved(spec=spec, tasks_moved=moved)
 
 
-@tool("Get a spec", read_only=True, bounded=True)
+@tool("Get a spec", read_only=True)
 def get_spec(project: ProjectName, spec_id: SpecId) -> Spec:
     """Read one spec: title, body, risk, status (draft or approved) and its acceptance criteria."""
     return specs.get(runtime.context(), who(), project, spec_id)

@@ -292,7 +292,7 @@ def list_tasks(
     return views.TaskList(tasks=[views.summary(t) for t in found], cursor=next_cursor)
 
 
-@tool("Get next tasks", read_only=True, bounded=True)
+@tool("Get next tasks", read_only=True)
 def get_next_tasks(
     project: ProjectName,
     limit: Annotated[int, Field(description="How many (1-50).", ge=1, le=50)] = 5,
@@ -309,7 +309,7 @@ def get_next_tasks(
     )
 
 
-@tool("Get a task brief", read_only=True, bounded=True)
+@tool("Get a task brief", read_only=True)
 def get_task_brief(task_id: TaskId) -> views.Brief:
     """The whole working contract for one task in under about 2,000 tokens: the task, its spec,
     acceptance criteria, conventions, verification commands, what the verifier will run, the

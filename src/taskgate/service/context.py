@@ -27,8 +27,6 @@ from taskgate.store.port import (
     Store,
     TooLarge,
     Unencodable,
-    WouldWait,
-    must_not_wait,
 )
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
@@ -98,8 +96,6 @@ class Context:
             except TaskgateError as exc:
                 if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
                     raise
-                if must_not_wait():  # no sleeping on an event loop: run it again where it may
-                    raise WouldWait from exc
                 time.sleep(random.uniform(0, 0.002 * (n + 1)))
         raise AssertionError("unreachable")
 
