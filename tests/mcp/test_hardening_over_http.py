@@ -251,3 +251,38 @@ def test_list_tasks_by_claimer_and_a_retried_create_over_mcp(live: Live, project
             assert other["task"]["id"] not in [t["id"] for t in mine["tasks"]]
 
     run(go())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_control_characters_in_any_tool_argument_are_refused_and_nothing_is_written(
+    live: Live, project: str, version: str
+) -> None:
+    key, _ = live.key(f"ctl-agent{next(_n)}", role="architect", projects=[project])
+    made = live.ok("POST", f"/api/projects/{project}/tasks", {"title": "t", "criteria": [{"text": "x"}]})
+    tid = made["task"]["id"]
+    line_rewrite = "innocent\x1b[2K\x1b[1Gaccept me"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("create_task", {"project": project, "title": line_rewrite, "criteria": [{"text": "x"}]}),
+        (
+            "create_task",
+            {"project": project, "title": "t", "criteria": [{"text": "x", "verify_ref": "a\x00b"}]},
+        ),
+        ("create_spec", {"project": project, "title": "s", "body": "b\rc", "criteria": [{"text": "x"}]}),
+        ("add_note", {"task_id": tid, "body": "note\x9b2K"}),
+        ("log_decision", {"project": project, "title": "d", "body": "del\x7f"}),
+        ("update_task", {"task_id": tid, "description": "\x07bell"}),
+    ]
+
+    async def go() -> None:
+        async with agent(live.mcp_url, key, version) as a:
+            for tool, args in calls:
+                before = live.dump()
+                refused = await a.refused(tool, **args)
+                assert refused["code"] == "E_VALIDATION", (tool, refused)
+                assert "text may not hold control characters (only tab and newline)" in refused["message"]
+                assert live.dump() == before, tool
+            # Tab and newline are text.
+            ok = await a.ok("add_note", task_id=tid, body="line one\n\tline two")
+            assert ok["body"] == "line one\n\tline two"
+
+    run(go())

@@ -517,10 +517,14 @@ class RunWork(Out):
 
 
 class ReviewIn(In):
+    controls_allowed = True  # a reviewer's output, stored made plain (domain.text)
+
     results: dict[str, CriterionResult]
 
 
 class FinishIn(In):
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, CriterionResult] = Field(default_factory=dict)
     error: str | None = None
