@@ -180,6 +180,48 @@ def test_older_protocol_versions_and_a_missing_header_are_refused(live: Live, ke
     assert post(live, listing, key, LEGACY).status_code == 200  # the supported one still works
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("sent", ["garbage", "2099-01-01", "", "x" * 10_000, "2025-11-25, 2026-07-28"])
+def test_an_unknown_protocol_version_is_a_clear_invalid_request(
+    live: Live, key: str, version: str, sent: str
+) -> None:
+    r = post(live, rpc("tools/list", version=version), key, version, {"mcp-protocol-version": sent})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith("unsupported MCP-Protocol-Version ")
+    assert error["message"].endswith("; this server speaks 2025-11-25, 2026-07-28")
+    assert error["data"]["supported"] == ["2025-11-25", "2026-07-28"]
+    assert len(r.text) < 500  # a 10 KB version is not echoed back whole
+
+
+@pytest.mark.parametrize("order", [(LEGACY, MODERN), (MODERN, LEGACY), (LEGACY, LEGACY)])
+def test_a_duplicated_protocol_version_header_is_refused_in_either_order(
+    live: Live, key: str, order: tuple[str, str]
+) -> None:
+    """Sent twice over a raw socket (an HTTP client library merges or drops duplicates)."""
+    body = json.dumps(rpc("tools/list", version=order[1])).encode()
+    host, port = live.base.removeprefix("http://").split(":")
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"MCP-Protocol-Version: {order[0]}\r\nMCP-Protocol-Version: {order[1]}\r\n"
+        f"Mcp-Method: tools/list\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:300]
+    error = json.loads(payload)["error"]
+    assert error["code"] == -32600
+    assert error["message"] == (
+        "the MCP-Protocol-Version header was sent 2 times; send it once (2025-11-25, 2026-07-28)"
+    )
+
+
 # -- defect 8: slow bodies are timed out -------------------------------------------------------
 
 
