@@ -36,7 +36,9 @@ class KmsSigner:
         if client is None:
             import boto3  # the cloud only
 
-            client = boto3.client("kms", region_name=region_name)
+            from taskgate.aws import client_config
+
+            client = boto3.client("kms", region_name=region_name, config=client_config())
         self._client = client
         self._key_id = key_id
         self._public: PublicKey | None = None
