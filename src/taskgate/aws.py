@@ -11,21 +11,16 @@ lost races (Context.retrying), within a total budget, never around these retries
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from botocore.config import Config
+from typing import Any
 
 CONNECT_TIMEOUT_S = 2
 READ_TIMEOUT_S = 5
 MAX_ATTEMPTS = 3  # botocore's total_max_attempts: the first call and two retries
 
-
-def client_config() -> Config:
-    from botocore.config import Config  # imported where a cloud client is made, not at import
-
-    return Config(
-        connect_timeout=CONNECT_TIMEOUT_S,
-        read_timeout=READ_TIMEOUT_S,
-        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
-    )
+# The keyword arguments of botocore.config.Config for every client: plain data here, so this
+# module needs no AWS library (those stay in the adapters that call AWS).
+CLIENT_CONFIG: dict[str, Any] = {
+    "connect_timeout": CONNECT_TIMEOUT_S,
+    "read_timeout": READ_TIMEOUT_S,
+    "retries": {"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
+}

@@ -24,9 +24,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar, cast
 
 import boto3
+from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from taskgate.aws import client_config
+from taskgate.aws import CLIENT_CONFIG
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.store import body
 from taskgate.store import cursor as cursors
@@ -157,7 +158,7 @@ class DynamoDBStore:
         self._owns_client = client is None
         if client is None:
             client = boto3.client(
-                "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=client_config()
+                "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=Config(**CLIENT_CONFIG)
             )
         self._client = cast("DynamoDBClient", client)
         self._sleep: Callable[[float], None] = time.sleep  # tests may replace it
