@@ -9,10 +9,11 @@ get their own shapes so no hash (claim token, key) ever leaves the server.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain import limits
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import (
@@ -228,15 +229,15 @@ class TaskOut(Out):
 
 
 class TaskCreate(In):
-    title: str
-    description: str = ""
+    title: limits.Title
+    description: limits.Text = ""
     spec_id: str | None = None
-    spec_criteria: list[str] | None = None
-    criteria: list[CriterionInput] | None = None
-    blocked_by: list[str] | None = None
+    spec_criteria: Annotated[list[str] | None, Field(max_length=limits.CRITERIA)] = None
+    criteria: Annotated[list[CriterionInput] | None, Field(max_length=limits.CRITERIA)] = None
+    blocked_by: Annotated[list[str] | None, Field(max_length=limits.BLOCKERS)] = None
     priority: int = 0
     risk: Risk | None = None
-    verification_commands: list[str] | None = None
+    verification_commands: limits.Lines | None = None
     max_attempts: int | None = None
     request_id: str | None = Field(
         default=None,
@@ -276,19 +277,21 @@ class TaskPatch(In):
     """Only the fields given change. A task is edited only while nobody holds it (backlog,
     ready, blocked, needs_human); blocked_by may move it between ready and blocked."""
 
-    title: str | None = None
-    description: str | None = None
+    title: limits.Title | None = None
+    description: limits.Text | None = None
     priority: int | None = None
-    blocked_by: list[str] | None = Field(default=None, description="Replaces the list; [] clears it.")
-    criteria: list[CriterionInput] | None = Field(
-        default=None, description="Replaces the task's own criteria (renumbered)."
+    blocked_by: list[str] | None = Field(
+        default=None, description="Replaces the list; [] clears it.", max_length=limits.BLOCKERS
     )
-    spec_criteria: list[str] | None = None
-    verification_commands: list[str] | None = None
+    criteria: list[CriterionInput] | None = Field(
+        default=None, description="Replaces the task's own criteria (renumbered).", max_length=limits.CRITERIA
+    )
+    spec_criteria: Annotated[list[str] | None, Field(max_length=limits.CRITERIA)] = None
+    verification_commands: limits.Lines | None = None
 
 
 class NoteIn(In):
-    body: str
+    body: limits.NoteText
 
 
 class BatchAccept(In):
@@ -309,7 +312,7 @@ class BatchResult(Out):
 
 
 class ReopenIn(In):
-    findings: list[str] = Field(description="What the next attempt must fix; at least one.")
+    findings: limits.Lines = Field(description="What the next attempt must fix; at least one.")
 
 
 class CancelIn(In):
@@ -326,10 +329,10 @@ class ResolveIn(In):
 
 
 class SpecCreate(In):
-    title: str
-    body: str = ""
+    title: limits.Title
+    body: limits.Text = ""
     risk: Risk = Risk.LOW
-    criteria: list[CriterionInput]
+    criteria: Annotated[list[CriterionInput], Field(max_length=limits.CRITERIA)]
     request_id: str | None = Field(
         default=None,
         description="Optional id the client chooses (e.g. a UUID): a retry with the same id answers "
@@ -338,10 +341,10 @@ class SpecCreate(In):
 
 
 class SpecRevise(In):
-    title: str | None = None
-    body: str | None = None
+    title: limits.Title | None = None
+    body: limits.Text | None = None
     risk: Risk | None = None
-    criteria: list[CriterionInput] | None = None
+    criteria: Annotated[list[CriterionInput] | None, Field(max_length=limits.CRITERIA)] = None
 
 
 class SpecPage(Out):
@@ -363,8 +366,8 @@ class SpecMarkdown(Out):
 
 
 class DecisionIn(In):
-    title: str
-    body: str = ""
+    title: limits.Title
+    body: limits.Text = ""
     spec_id: str | None = None
     supersedes: str | None = Field(
         default=None, description="DEC-<n> this decision replaces; that one is marked superseded."
@@ -517,10 +520,14 @@ class RunWork(Out):
 
 
 class ReviewIn(In):
+    controls_allowed = True  # a reviewer's output, stored made plain (domain.text)
+
     results: dict[str, CriterionResult]
 
 
 class FinishIn(In):
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, CriterionResult] = Field(default_factory=dict)
     error: str | None = None

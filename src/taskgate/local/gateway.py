@@ -11,6 +11,7 @@ measures a bare server that way)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,11 @@ MAX_BODY = 1024 * 1024
 DEFAULT_WORKERS = 2  # the MCP and REST handlers enforce the same bound; this keeps memory flat
 WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
 WORK_PATH = "/api/verifier/work"
+# Requests whose work grows with a project (an audit reads every task's history and statements,
+# ~0.6 ms a task: seconds for a large project) run in a lane of their own, one at a time, so
+# they never take the workers every other request waits for.
+LONG_REQUESTS = re.compile(r"/api/projects/[^/]+/audit")
+LONG_WORKERS = 1
 
 
 class LambdaContext:
@@ -108,14 +114,19 @@ class Gateway:
         self._handlers: dict[str, Handler] = dict(handlers or {})  # "mcp"/"api" -> handler; else imported
         self._context = LambdaContext()
         self._capacity: anyio.CapacityLimiter | None = None
+        self._long_capacity: anyio.CapacityLimiter | None = None
         self.mcp_app = mcp_app
         # The signal the store's commits raise (serve.py): a verifier's work request that asks to
         # wait is answered by the handler at once, and waits here, between two answers, holding
         # neither a worker nor the REST handler's lock (one request at a time, api/handler.py).
         self.wakeups = wakeups
 
-    def _limiter(self) -> anyio.CapacityLimiter:
+    def _limiter(self, path: str) -> anyio.CapacityLimiter:
         # Created lazily: a limiter belongs to the event loop that first uses it.
+        if LONG_REQUESTS.fullmatch(path):
+            if self._long_capacity is None:
+                self._long_capacity = anyio.CapacityLimiter(LONG_WORKERS)
+            return self._long_capacity
         if self._capacity is None:
             self._capacity = anyio.CapacityLimiter(self.workers)
         return self._capacity
@@ -190,7 +201,9 @@ class Gateway:
         if self.wakeups is not None and wait_s > 0:
             response = await self._work_when_ready(handler, event, self.wakeups, wait_s)
         else:
-            response = await anyio.to_thread.run_sync(handler, event, self._context, limiter=self._limiter())
+            response = await anyio.to_thread.run_sync(
+                handler, event, self._context, limiter=self._limiter(path)
+            )
         status, headers, payload = from_response(response)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
@@ -203,7 +216,9 @@ class Gateway:
         deadline = anyio.current_time() + wait_s
         while True:
             seen = wakeups.generation()
-            response = await anyio.to_thread.run_sync(handler, event, self._context, limiter=self._limiter())
+            response = await anyio.to_thread.run_sync(
+                handler, event, self._context, limiter=self._limiter(WORK_PATH)
+            )
             left = deadline - anyio.current_time()
             if left <= 0 or not _no_work(response) or wakeups.closed:
                 return response

@@ -6,9 +6,10 @@ import gc
 import logging
 import os
 import signal
+import socket
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
@@ -34,6 +35,8 @@ class ServeOptions:
     endpoint_url: str | None = None
     admin_name: str = "admin"
     workers: int = 2
+    # Where to write the port the server bound (useful with port 0: the system picks a free one).
+    port_file: Path | None = None
 
 
 def admin_token(data_dir: Path) -> tuple[str, Path]:
@@ -130,6 +133,30 @@ def _body_timeout_s() -> float:
     return value
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts: with port 0 the system picks a
+    free port and this process holds it from then on, so no other process can take it between
+    choosing and serving (as one that probes for a free port and lets it go would allow)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        # Listening at once: a client that read the port file is queued until uvicorn accepts.
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"taskgate serve: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """The bound port, written whole (a reader polling for the file never sees half of it)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(f"{port}\n")
+    os.replace(partial, path)
+
+
 def serve(options: ServeOptions) -> None:
     import uvicorn
 
@@ -144,6 +171,8 @@ def serve(options: ServeOptions) -> None:
     from taskgate.service.wakeups import Signal
     from taskgate.store.sqlite import SQLiteStore
 
+    sock = bind(options.host, options.port)
+    options = replace(options, port=int(sock.getsockname()[1]))
     token, token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
     # Every write goes through this process: its commits wake the verifiers waiting for work.
@@ -176,6 +205,8 @@ def serve(options: ServeOptions) -> None:
     print(f"  REST API:    {base}/api  (docs: {base}/api/docs)", flush=True)
     print(f"  admin token: {token_path}", flush=True)
     print(f"  store:       {options.store} {os.environ.get('TASKGATE_DB') or options.table}", flush=True)
+    if options.port_file is not None:
+        write_port_file(options.port_file, options.port)
     config = uvicorn.Config(
         BodyDeadline(cast("ASGIApp", gateway), seconds=_body_timeout_s(), max_bytes=MAX_BODY),
         host=options.host,
@@ -200,8 +231,9 @@ def serve(options: ServeOptions) -> None:
             super().handle_exit(sig, frame)
 
     try:
-        Server(config).run()
+        Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         sweeper.stopped.set()
         sweeper.join(timeout=5)
         ctx.store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,8 +28,6 @@ from taskgate.store.port import (
     Store,
     TooLarge,
     Unencodable,
-    WouldWait,
-    must_not_wait,
 )
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
@@ -40,6 +39,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 SYSTEM = "system:taskgate"
+
+# The most a use case spends running again after lost races, well inside a function's timeout
+# (29 s behind API Gateway) with the store's own calls bounded too (taskgate.aws).
+RETRY_BUDGET_S = 5.0
+_retrying: ContextVar[bool] = ContextVar("taskgate_retrying", default=False)
 
 
 def _no_fault(point: str) -> None:
@@ -91,17 +95,29 @@ class Context:
             self.wakeups.notify()
 
     def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
-        """Run read-decide-commit again when only a version race (not a rule) stopped it."""
-        for n in range(tries):
-            try:
-                return attempt()
-            except TaskgateError as exc:
-                if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
-                    raise
-                if must_not_wait():  # no sleeping on an event loop: run it again where it may
-                    raise WouldWait from exc
-                time.sleep(random.uniform(0, 0.002 * (n + 1)))
-        raise AssertionError("unreachable")
+        """Run read-decide-commit again when only a version race (not a rule) stopped it.
+
+        The one retry policy of the services: the stores retry no race themselves, and a
+        `retrying` inside another runs its attempt once and leaves the retrying to the outer
+        one, so tries never multiply. Within RETRY_BUDGET_S in all, whatever `tries` says."""
+        if _retrying.get():
+            return attempt()
+        token = _retrying.set(True)
+        try:
+            deadline = time.monotonic() + RETRY_BUDGET_S
+            for n in range(tries):
+                try:
+                    return attempt()
+                except TaskgateError as exc:
+                    if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
+                        raise
+                    pause = random.uniform(0, 0.002 * (n + 1))
+                    if time.monotonic() + pause > deadline:
+                        raise
+                    time.sleep(pause)
+            raise AssertionError("unreachable")
+        finally:
+            _retrying.reset(token)
 
     # -- loads -------------------------------------------------------------------------------
 
