@@ -122,7 +122,7 @@ _ROWS: list[Move] = [
     # findings, which uses the attempt the hold left open.
     Move(S.NEEDS_VERIFICATION, A.VERIFY_HOLD, S.NEEDS_HUMAN, Who.SERVER),
     Move(S.NEEDS_HUMAN, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
-    # Not in DESIGN.md's table: the submission does not merge onto the base branch's tip. The
+    # The submission does not merge onto the base branch's tip. The
     # executor's to fix (rebase and submit again), so no attempt; the third in a row
     # sends it to needs_human (see land).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_CONFLICT, S.READY, Who.SERVER),
