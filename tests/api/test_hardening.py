@@ -111,6 +111,12 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
             f"/api/verifier/runs/{ids['submitted']}/run-1/finish",
             {"checks": {"unit": {"exit_code": 0, "output_tail": "ok"}}, "error": "none"},
         ),
+        (
+            "verifier",
+            "POST",
+            "/api/verifier/projects/demo/base",
+            {"ref": "refs/heads/main", "after": "c" * 40, "repository": {"full_name": "o/r"}},
+        ),
     ]
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskgate.domain import limits
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, is_stale
 from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
@@ -194,6 +195,15 @@ class TaskOut(Out):
     flags: list[FlagOut] = Field(
         description="Flags of the current attempt only (earlier attempts keep theirs in attempts[])"
     )
+    conflicts_in_row: int = 0
+    verified_base: MergedBase | None = Field(
+        default=None, description="The base the task's verdict holds for (null: none, or the commit alone)"
+    )
+    verified_on: str | None = Field(default=None, description="verified_base in words")
+    stale: bool = Field(
+        default=False,
+        description="Verified on a base tip that is no longer the base branch's: re-verification is due",
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -201,9 +211,9 @@ class TaskOut(Out):
     version: int
 
     @classmethod
-    def of(cls, task: Task, verification_on: bool | None = None) -> TaskOut:
+    def of(cls, task: Task, verification_on: bool | None = None, base_tip: BaseTip | None = None) -> TaskOut:
         """`verification_on`: the project's switch, when read (an attempt's state says who its
-        submission waits for)."""
+        submission waits for); `base_tip`: the project's known base tip, when read (stale)."""
         # dependents is the cascade's own bookkeeping (a superset), not something to show
         data = task.model_dump(exclude={"claim", "dependents"})
         claim = task.claim.model_dump(exclude={"token_hash"}) if task.claim is not None else None
@@ -225,7 +235,16 @@ class TaskOut(Out):
             }
             for f in flags(task)
         ]
-        return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged})
+        base = task.verified_base
+        merged = {
+            "verified_on": held_for(base) if task.status is Status.VERIFIED and base is not None else None,
+            "stale": task.status is Status.VERIFIED
+            and base_tip is not None
+            and base is not None
+            and base.branch == base_tip.branch
+            and is_stale(base, base_tip.tip),
+        }
+        return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
 
 
 class TaskCreate(In):
@@ -309,6 +328,10 @@ class Refusal(Out):
 class BatchResult(Out):
     accepted: list[TaskOut]
     refused: list[Refusal]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Said about accepted tasks: a verdict that was stale (the base branch moved since)",
+    )
 
 
 class ReopenIn(In):
@@ -480,6 +503,13 @@ class ProjectQueue(Out):
     waiting: int = Field(description="Tasks a verifier could start on now")
     running: int = Field(description="Tasks with a verification run in progress")
     for_human: int = Field(description="Submitted tasks a human accepts directly (verification is off)")
+    repo: str = Field(default="", description="The project's repository")
+    base_branch: str | None = Field(
+        default=None, description="The base branch the config names, else the one last reported"
+    )
+    base_tip: str | None = Field(default=None, description="The base branch's tip as last reported")
+    merge: str | None = Field(default=None, description="The verifier config's merge setting")
+    stale: int = Field(default=0, description="Verified tasks to verify again on the moved base")
 
 
 class WaitingWork(Out):
@@ -492,6 +522,26 @@ class WaitingWork(Out):
         default=0.0,
         description="How long the server would wait for work before answering (the `wait` asked "
         "for; 0 when none was). A verifier that sees it may ask again at once.",
+    )
+
+
+class BaseMovedIn(In):
+    """A base branch's new tip: from a verifier that read it, or a git host's push webhook (its
+    other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    ref: str = Field(min_length=1, max_length=300, description="refs/heads/<branch>, or <branch>")
+    after: str = Field(min_length=1, max_length=200, description="The branch's new tip (full commit id)")
+
+
+class BaseMoved(Out):
+    project: str
+    branch: str
+    tip: str
+    changed: bool = Field(description="The tip was new to the server")
+    ignored: str | None = Field(description="Why the push changed nothing (another branch), when it did not")
+    stale: list[str] = Field(
+        description="Verified tasks now stale, oldest first: the verifier re-verifies them"
     )
 
 
@@ -517,6 +567,9 @@ class RunWork(Out):
     criteria: list[Criterion]
     command_criteria_allowed: bool
     spec: RunSpec | None
+    reverify: bool = Field(
+        default=False, description="A verified task whose base branch moved: verified again on the new tip"
+    )
 
 
 class ReviewIn(In):
@@ -548,6 +601,16 @@ class FinishIn(In):
         description="What the submission changes against its baseline (the merge-base with the "
         "base branch): kept on the run, signed (its commit and a digest of the changed paths); a "
         "change to a protected path no human allowed holds the task for a person.",
+    )
+    base: MergedBase | None = Field(
+        default=None,
+        description="What the checks ran on: the submission merged (or rebased) onto this tip of "
+        "the base branch, and the merge's tree id; mode none: the commit alone. Signed with the run.",
+    )
+    conflict: MergeConflict | None = Field(
+        default=None,
+        description="The submission did not merge onto the base tip: nothing ran. The task goes "
+        "back to ready without using an attempt (send no checks, results, error or base with it).",
     )
 
 

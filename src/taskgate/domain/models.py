@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN, SUBMITTED_PATTERN
 from taskgate.domain.errors import invalid
+from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase
 from taskgate.domain.verifier_config import VerifierConfig
 
 PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -121,6 +122,7 @@ class Project(Record):
     verification_on: bool = False
     execution_defaults: ExecutionDefaults = Field(default_factory=ExecutionDefaults)
     verifier_config: VerifierConfig | None = None
+    base_tip: BaseTip | None = None  # the base branch's tip as last reported: older verdicts are stale
     created_by: str
     created_at: datetime
     version: int = 0
@@ -185,6 +187,8 @@ class AttemptEnding(StrEnum):
     REOPENED = "reopened"
     RESOLVED = "resolved"  # a human requeued, blocked or sent back a task stuck in needs_human
     CANCELLED = "cancelled"
+    # The submission did not merge onto the base: the executor's to fix, no attempt used.
+    MERGE_CONFLICT = "merge_conflict"
     # Written by earlier versions, which ended an attempt at submit; still read, never written.
     SUBMITTED = "submitted"
 
@@ -267,6 +271,7 @@ class WhyHuman(StrEnum):
     ESCALATED = "escalated"
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
+    MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
 
 
 class NeedsHuman(Record):
@@ -333,6 +338,9 @@ class Task(Record):
     claim: Claim | None = None
     live_run: str | None = None
     verifier_errors_in_row: int = 0
+    conflicts_in_row: int = 0  # submissions in a row that did not merge onto the base
+    # The base the task's verdict holds for (set by a passing run; None: the commit alone)
+    verified_base: MergedBase | None = None
     needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
     # Protected paths a human allowed a submission to change: its runs do not hold it for them.
     allowed: AllowedChange | None = None
@@ -438,7 +446,9 @@ class Credential(Record):
         return not self.projects or project in self.projects
 
 
-RunStatus = Literal["running", "passed", "failed", "error", "spec_error", "needs_human", "superseded"]
+RunStatus = Literal[
+    "running", "passed", "failed", "error", "spec_error", "needs_human", "superseded", "conflict"
+]
 
 
 class VerificationRun(Record):
@@ -464,6 +474,11 @@ class VerificationRun(Record):
     # it was committed with (the order of a task's statements)
     attestation: dict[str, Any] | None = None
     attestation_seq: int | None = None
+    # What the checks ran on (the submission merged onto a base tip), and a conflict instead
+    base: MergedBase | None = None
+    conflict: MergeConflict | None = None
+    # A run on a verified task whose base moved: it confirms the verdict on the new tip or undoes it
+    reverify: bool = False
     version: int = 0
 
 

@@ -121,6 +121,13 @@ class VerifierConfig(BaseModel):
     # runners); [] switches protection off.
     protect: list[str] | None = Field(default=None, max_length=200)
 
+    # What the checks run on: the submission merged onto the base branch's tip ("merge"), rebased
+    # onto it ("rebase"), or the commit alone ("none"). None: "merge" when the repository has
+    # the base branch, else the commit alone.
+    merge: Literal["merge", "rebase", "none"] | None = None
+    # False: a verified task whose base has moved is not accepted until it is re-verified.
+    accept_stale: bool = True
+
     def base_branch_choice(self) -> str | None:
         """The base branch a human named (here or for the reviewer); None leaves it to the
         repository (`main` if it has one, else its HEAD branch)."""

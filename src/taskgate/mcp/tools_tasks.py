@@ -366,4 +366,5 @@ def accept_tasks(
     return views.AcceptResult(
         accepted=[views.summary(t) for t in result.accepted],
         refused=[views.Refusal.model_validate(r) for r in result.refused],
+        warnings=result.warnings,
     )

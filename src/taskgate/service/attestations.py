@@ -102,6 +102,14 @@ def for_run(
         facts["error"] = error
     else:
         facts["baseline"] = baseline_facts(run.baseline)
+    # The subject stays the submitted commit; what the checks ran on is said here: the base tip
+    # it was merged onto and the merge's tree id (or the conflict that stopped the run).
+    if run.base is not None:
+        facts["base"] = run.base.model_dump(mode="json", exclude_none=True)
+    if run.conflict is not None:
+        facts["conflict"] = run.conflict.model_dump(mode="json")
+    if run.reverify:
+        facts["reverify"] = True
     # The full commit: the one this run's verifier checked out, else one an earlier run resolved
     # for the same submission (a run ended without an answer resolved nothing itself); None when
     # only an abbreviation is known (statements.subject says how that is signed).
@@ -135,6 +143,7 @@ def for_acceptance(
     via: Via,
     on_behalf_of: str | None,
     batch: bool,
+    stale: bool = False,
 ) -> Attestation | None:
     """The signed verification summary of an acceptance; None for a task with no submission.
     `via`, `on_behalf_of`, `batch`: how the acceptance was made (domain/principals.py Via)."""
@@ -154,7 +163,7 @@ def for_acceptance(
         if verified and task.attestation_head
         else None
     )
-    facts = {
+    facts: dict[str, Any] = {
         "task": task.id,
         "seq": task.version + 1,
         "acceptedBy": who,
@@ -166,6 +175,9 @@ def for_acceptance(
         "historyHead": new.history_head,
         "previous": task.attestation_head,
     }
+    if verified and task.verified_base is not None:
+        facts["verifiedOn"] = task.verified_base.model_dump(mode="json", exclude_none=True)
+        facts["stale"] = stale
     statement = statements.verification_summary(
         repo=repo,
         commit_sha=submission.commit_sha,

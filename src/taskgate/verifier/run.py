@@ -32,6 +32,7 @@ from taskgate.domain.baseline import (
     protect_globs,
     protected,
 )
+from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
@@ -53,6 +54,7 @@ from taskgate.verifier.cache import (
     tree_bytes,
 )
 from taskgate.verifier.checkout import Baseline, Checkout, CheckoutError, CommitMissing, checkout
+from taskgate.verifier.merging import Conflict, onto_base
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
@@ -82,6 +84,10 @@ class Gathered:
     commit: str | None = None
     # What the submission changes against its baseline, found before any check ran.
     baseline: BaselineEvidence | None = None
+    # What the checks ran on (the submission merged onto the base tip), or the conflict that
+    # stopped the run before any check
+    base: MergedBase | None = None
+    conflict: MergeConflict | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
@@ -160,6 +166,12 @@ class Runner:
         if by_kind[CriterionKind.REVIEW]:
             with g.timed("review"):
                 diff = self._diff(cfg, co, base)
+        # After the baseline, the caches and the diff (each about the submission itself), before
+        # the checkout is the check user's.
+        with g.timed("merge"):
+            self._merge(cfg, co, g)
+        if g.conflict is not None:
+            return  # merging is not verification: a conflict is found before any check runs
         committed = self._clear_reports(cfg, co)
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
         if self.sandbox.user is not None:
@@ -318,6 +330,42 @@ class Runner:
                 return False
             self.progress(f"cache {name}: saved from the baseline ({tree_bytes(staging) / 2**20:.1f} MB)")
             return True
+
+    def _merge(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+        """Put what the checks run on in the checkout: the submission merged (or rebased) onto
+        the base branch's tip, as the config's `merge` asks; the commit alone with `none`, or by
+        default when the repository has no base branch to merge onto."""
+        if cfg.merge == "none":
+            g.base = MergedBase(mode="none", why="the verifier config sets merge: none")
+            return
+        try:
+            base = co.baseline(cfg.base_branch_choice())
+        except CheckoutError as exc:
+            raise RunError(f"cannot read the base branch: {exc}") from exc
+        if base.tip is None or base.commit is None:
+            if cfg.merge is not None:
+                raise RunError(f"the verifier config sets merge: {cfg.merge}, and {base.why}")
+            g.base = MergedBase(mode="none", branch=base.branch, tip=base.tip, why=base.why)
+            self.progress(f"merge: none ({base.why}); the checks run on the commit alone")
+            return
+        mode = cfg.merge or "merge"
+        try:
+            done = onto_base(co, mode, base)
+        except CheckoutError as exc:
+            raise RunError(f"{mode} onto {base.branch} failed: {exc}") from exc
+        assert base.branch is not None
+        if isinstance(done, Conflict):
+            g.conflict = MergeConflict(mode=done.mode, branch=base.branch, tip=base.tip, paths=done.paths)
+            self.progress(
+                f"{mode}: conflict onto {base.branch} at {base.tip[:12]} in {', '.join(done.paths[:5])}"
+                + (" ..." if len(done.paths) > 5 else "")
+                + "; no check runs"
+            )
+            return
+        g.base = MergedBase(mode=mode, branch=base.branch, tip=base.tip, tree=done.tree)
+        self.progress(
+            f"{mode}: onto {base.branch} at {base.tip[:12]}, tree {done.tree[:12]}; the checks run there"
+        )
 
     def _refuse_early(
         self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]

@@ -20,8 +20,11 @@ from typing import Any, Protocol, TextIO
 
 from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
+from taskgate.verifier import tips
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
+from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
+from taskgate.verifier.process import scrubbed_env
 from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox
 
@@ -109,6 +112,8 @@ class Finished:
             "commit_missing": g.commit_missing,
             "commit": g.commit,
             "baseline": g.baseline.model_dump(mode="json", exclude={"diff"}) if g.baseline else None,
+            "base": g.base.model_dump(mode="json") if g.base else None,
+            "conflict": g.conflict.model_dump(mode="json") if g.conflict else None,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -314,7 +319,25 @@ class Worker:
         except ApiError as exc:  # e.g. --project names no project this key covers
             raise Unreachable(f"{exc.body.get('code', exc.status)}: {exc.body.get('message', '')}") from exc
         waited = float(out.get("wait_s") or 0.0)
+        if self._notice_base_moves(out.get("projects", [])):
+            # A moved base made verified tasks stale: ask again at once, for them too.
+            query.pop("wait", None)
+            out = self._call(self.local, "GET", "/api/verifier/work", query=query or None)
         return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project), waited
+
+    def _notice_base_moves(self, projects: list[dict[str, Any]]) -> bool:
+        """Read each project's base tip and report the ones that moved (verifier/tips.py)."""
+        git = Git(scrubbed_env(self.env), self.opts.git_token)
+
+        def report(project: str, ref: str, tip: str) -> dict[str, Any]:
+            path = f"/api/verifier/projects/{_path(project)}/base"
+            out: dict[str, Any] = self._call(self.local, "POST", path, {"ref": ref, "after": tip})
+            return out
+
+        said = tips.notice_moves(git, projects, report)
+        for line in said:
+            self.say(f"taskgate verify: {line}")
+        return bool(said)
 
     def verify(self, task_id: str) -> Finished | None:
         """One run on one task; None if the server would not start it (someone else has it, or
@@ -410,6 +433,8 @@ class Worker:
             **({"commit_missing": True} if g.commit_missing else {}),
             **({"commit": g.commit} if g.commit else {}),
             **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
+            **({"base": g.base.model_dump(mode="json")} if g.base else {}),
+            **({"conflict": g.conflict.model_dump(mode="json")} if g.conflict else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:

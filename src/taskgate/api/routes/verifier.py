@@ -9,9 +9,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from taskgate import runtime, telemetry
 from taskgate.api.access import Access, caller, route
-from taskgate.api.schemas import FinishIn, ReviewIn, RunFinished, RunWork, StartRun, WaitingWork
+from taskgate.api.schemas import (
+    BaseMoved,
+    BaseMovedIn,
+    FinishIn,
+    ReviewIn,
+    RunFinished,
+    RunWork,
+    StartRun,
+    WaitingWork,
+)
 from taskgate.domain.models import VerificationRun
-from taskgate.service import verification
+from taskgate.service import staleness, verification
 from taskgate.telemetry import Metric
 
 TAGS = ("verifier",)
@@ -88,6 +97,22 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         commit_missing=body.commit_missing,
         commit=body.commit,
         baseline=body.baseline,
+        base=body.base,
+        conflict=body.conflict,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
+
+
+@route(
+    "POST",
+    "/api/verifier/projects/<project>/base",
+    Access.LOCAL_VERIFIER,
+    summary="The base branch moved: its new tip, from a verifier's poll or a git host's push webhook "
+    "(ref, after); verified tasks on an older tip become stale and are verified again",
+    tags=TAGS,
+    body=True,
+)
+def base_moved(project: str, body: BaseMovedIn) -> BaseMoved:
+    moved = staleness.base_moved(runtime.context(), caller(), project, ref=body.ref, tip=body.after)
+    return BaseMoved.model_validate(vars(moved))
