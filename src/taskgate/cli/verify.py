@@ -75,6 +75,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from taskgate.cloud.drain_lease import lease_from_env
 
         slot = lease_from_env(os.environ)
+    # The cloud's dependency cache: its client resolves the task role's credentials now, before
+    # they leave the environment.
+    from taskgate.verifier.cache_s3 import from_env as s3_cache
+
+    cache_store = s3_cache(os.environ)
     # The image this verifier runs in (the task definition sets it) is no secret, but it shares
     # the TASKGATE_ prefix that isolate() clears from the environment: keep it for the worker.
     image = os.environ.get(IMAGE_VAR)
@@ -83,7 +88,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (HardeningError, SandboxError) as exc:
         raise SystemExit(f"taskgate verify: {exc}") from None
     env = {**os.environ, **({IMAGE_VAR: image} if image else {})}
-    return Worker(dataclasses.replace(opts, sandbox=sandbox, slot=slot), env=env).main()
+    return Worker(
+        dataclasses.replace(opts, sandbox=sandbox, slot=slot, cache_store=cache_store), env=env
+    ).main()
 
 
 def register(sub: Any) -> None:

@@ -79,6 +79,9 @@ class Options:
     # of whoever the verifier runs as, None for no caches at all.
     cache_dir: str | None = ""
     cache_max_mb: int = DEFAULT_MAX_MB
+    # A cache kept elsewhere (the cloud's S3 bucket, verifier/cache_s3.py): used instead of the
+    # local one, when caches are on at all.
+    cache_store: CacheStore | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
     drain: bool = False  # verify until nothing arrived for idle_exit_s, then exit
     idle_exit_s: float = DRAIN_IDLE_S
@@ -138,7 +141,9 @@ class Worker:
         self.secrets = [s for s in (opts.verifier_key, opts.reviewer_key, opts.git_token) if s]
         self._images_told: set[str] = set()
         self.cache: CacheStore | None = None
-        if opts.cache_dir is not None:
+        if opts.cache_dir is not None and opts.cache_store is not None:
+            self.cache = opts.cache_store
+        elif opts.cache_dir is not None:
             where = Path(opts.cache_dir) if opts.cache_dir else Path.home() / ".taskgate" / "verifier-cache"
             self.cache = LocalCacheStore(where, opts.cache_max_mb * 1024 * 1024)
         self._lines: Lines | None = None  # shared with the other jobs, when there are several
