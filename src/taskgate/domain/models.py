@@ -267,6 +267,8 @@ class WhyHuman(StrEnum):
     ESCALATED = "escalated"
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
+    # Its named tests pass only with the submission's own edits to them.
+    TESTS_EDITED = "tests_edited"
 
 
 class NeedsHuman(Record):
