@@ -130,3 +130,14 @@ def test_the_test_file_made_a_link_is_restored_in_its_place(live: Live, tmp_path
     assert (task["needs_human"]["why"], task["needs_human"]["reason"]) == ("tests_edited", REASON)
     [run] = gate.detail(tid)["runs"]
     assert run["evidence"]["AC-1.1"]["restored"]["submitted"] == "pass"
+
+
+def test_an_edited_named_test_reopened_with_findings_uses_the_attempt(live: Live, tmp_path: Path) -> None:
+    gate, tid, line = _submit(live, tmp_path, {"test_slug.py": SLUGIFY_TESTS.replace(NAMED, "assert True")})
+    assert line["verdict"] == "needs_human", line
+    r = gate.live.rest("POST", f"/api/tasks/{tid}/reopen", {"findings": ["fix slugify, not its test"]})
+    assert r.status_code == 200, r.text
+    task = gate.detail(tid)["task"]
+    assert (task["status"], task["attempts_used"]) == ("ready", 1)
+    assert task["attempts"][0]["ending"] == "reopened" and task["needs_human"] is None
+    assert task["findings"][-1]["summary"] == "fix slugify, not its test"
