@@ -272,6 +272,8 @@ class WhyHuman(StrEnum):
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
     MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
+    # Its named tests pass only with the submission's own edits to them.
+    TESTS_EDITED = "tests_edited"
 
 
 class NeedsHuman(Record):

@@ -225,7 +225,7 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
     if who.is_delegated:
         refuse_own_work(who, task)
     if task.status is Status.NEEDS_HUMAN and (
-        task.needs_human is None or task.needs_human.why is not WhyHuman.HELD
+        task.needs_human is None or task.needs_human.why not in {WhyHuman.HELD, WhyHuman.TESTS_EDITED}
     ):
         # Only a held submission is answered with findings there; others are requeued or revised.
         raise TaskgateError(

@@ -30,6 +30,7 @@ from taskgate.domain.models import (
     Status,
     Task,
     VerificationRun,
+    WhyHuman,
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -419,6 +420,11 @@ def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
                 FailedTest(name=plain(t.name), message=plain(t.message)[:MESSAGE_CHARS])
                 for t in r.failures[: rules.TESTS_PER_CRITERION]
             ],
+            "restored": r.restored.model_copy(
+                update={"submitted_detail": plain(r.restored.submitted_detail)[:TAIL_CHARS]}
+            )
+            if r.restored is not None
+            else None,
         }
     )
 
@@ -562,6 +568,9 @@ def finish(
     if new.needs_human is not None and verdict.held:
         held_for = new.needs_human.model_copy(update={"paths": verdict.held, "diff": verdict.diff})
         new = new.model_copy(update={"needs_human": held_for})
+    elif new.needs_human is not None and verdict.edited:
+        edited_for = new.needs_human.model_copy(update={"why": WhyHuman.TESTS_EDITED, "diff": verdict.diff})
+        new = new.model_copy(update={"needs_human": edited_for})
     kept_baseline = None
     if baseline is not None:
         globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()]) if cfg else []

@@ -12,10 +12,12 @@ gathered here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -29,12 +31,13 @@ from taskgate.domain.baseline import (
     SCOPED,
     BaselineEvidence,
     harness_part,
+    is_test_file,
     protect_globs,
     protected,
 )
 from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, Restored
 from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
@@ -173,6 +176,10 @@ class Runner:
         if g.conflict is not None:
             return  # merging is not verification: a conflict is found before any check runs
         committed = self._clear_reports(cfg, co)
+        second = None
+        if by_kind[CriterionKind.TEST]:
+            with g.timed("second_tree"):
+                second = self._restored_tree(co, base, stack)
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
         if self.sandbox.user is not None:
             self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
@@ -181,6 +188,9 @@ class Runner:
         with g.timed("reports"):
             reports = self._reports(cfg, co, g, started, committed)
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
+        if second is not None:
+            with g.timed("second_run"):
+                self._second_run(by_kind[CriterionKind.TEST], cfg, co, second, g, stack)
         if by_kind[CriterionKind.COMMAND]:
             with g.timed("commands"):
                 self._commands(by_kind[CriterionKind.COMMAND], cfg, dirs, g)
@@ -577,6 +587,73 @@ class Runner:
         self.progress(f"baseline: {where}; {len(changed)} changed paths{said}")
         return base
 
+    def _restored_tree(self, co: Checkout, base: Baseline, stack: ExitStack) -> _SecondTree | None:
+        """A copy of the checkout with the test files the submission changed restored from the
+        baseline (those that exist there; everything else as submitted), made while git and the
+        checkout are still the verifier's. None when no such file changed: no second run."""
+        if base.commit is None:
+            return None
+        try:
+            changed = [p for p in co.changed_paths(base) if is_test_file(p) and not p.endswith("conftest.py")]
+            restored = {p: text for p in changed if (text := co.read_at(base, p)) is not None}
+            diff = co.diff_from(base, sorted(restored)) if restored else ""
+        except CheckoutError as exc:
+            raise RunError(f"baseline tests: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise RunError(f"baseline tests: git's answer is not UTF-8 text ({exc.reason})") from exc
+        if not restored:
+            return None
+        top = Path(tempfile.mkdtemp(prefix="taskgate-verify-"))
+        stack.callback(shutil.rmtree, top, True)
+        path = top / "checkout"
+        shutil.copytree(co.path, path, symlinks=True)
+        for rel, text in restored.items():
+            target = path / rel
+            if target.is_symlink() or target.is_dir():
+                # The submission turned the test file into a link or a directory: the baseline's
+                # file goes back in its place, never written through the link.
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text + "\n")  # git's answer lost the last newline
+        self.progress(f"baseline tests: {', '.join(sorted(restored))} restored in a second tree")
+        return _SecondTree(path=path, files=sorted(restored), diff=diff[:DIFF_MAX_CHARS])
+
+    def _second_run(
+        self,
+        tests: list[Criterion],
+        cfg: VerifierConfig,
+        co: Checkout,
+        second: _SecondTree,
+        g: Gathered,
+        stack: ExitStack,
+    ) -> None:
+        """Run the checks again on the second tree and take each test criterion's evidence from
+        it, keeping the first run's beside it. A ref the second run cannot find names a test that
+        is not in the baseline's files: its first-run evidence stands."""
+        self.progress("second run: the checks again, with the baseline's test files")
+        g2 = Gathered()
+        dirs = stack.enter_context(self.sandbox.hand_over(second.path))
+        started = self._checks(cfg, dirs, g2)
+        reports = self._reports(cfg, dataclasses.replace(co, path=second.path), g2, started, set())
+        self._test_criteria(tests, cfg, reports, g2)
+        for c in tests:
+            first, again = g.results[c.id], g2.results[c.id]
+            if again.result is Evidence.MISSING:
+                continue
+            g.results[c.id] = again.model_copy(
+                update={
+                    "restored": Restored(
+                        files=second.files,
+                        submitted=first.result,
+                        submitted_detail=first.detail,
+                        diff=second.diff,
+                    )
+                }
+            )
+
     def _diff(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> str:
         spec = cfg.reviewer or ReviewerSpec()
         if base.tip is None:
@@ -610,6 +687,13 @@ class Runner:
         for cid, r in answer.items():
             self.progress(f"{cid} {r.result.value} (reviewer): {_one_line(r.rationale or 'no rationale')}")
         return answer
+
+
+@dataclass(frozen=True)
+class _SecondTree:
+    path: Path
+    files: list[str]  # the test files restored from the baseline
+    diff: str  # their diff against it
 
 
 def _test_name(t: TestCase) -> str:
