@@ -259,3 +259,28 @@ def test_even_root_finds_no_key_in_the_running_verifiers_environment_block(live:
     assert b"PATH=" in block  # the block is there, the rest of it intact
     for name, value in keys.items():
         assert value.encode() not in block, name
+
+
+def test_with_jobs_the_job_that_runs_the_check_and_its_parent_keep_their_keys(
+    live: Live, where: Path
+) -> None:
+    """`--jobs 2`: the check runs under a forked job, which must be as closed to it as a
+    single verifier is (non-dumpable, no key in reach), and so must the parent holding the keys."""
+    h = hostile(live, where)
+    proc = subprocess.Popen(
+        [TASKGATE, "verify", "--once", "--jobs", "2", "--project", h.gate.project, "--json"],
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}, **h.env()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = finish(proc)
+    scan = json.loads(h.out.read_text())
+    job = int(scan["verifier"])
+    assert job != proc.pid and str(proc.pid) in scan["ancestors"], (job, proc.pid, scan["ancestors"])
+    judge(h, lines, job)
+    parent = scan["procs"][str(proc.pid)]
+    assert parent["environ"].startswith("refused") and parent["mem"].startswith("refused"), parent
+    check = pwd.getpwnam(default_check_user())
+    assert (scan["uid"], scan["gid"], scan["groups"]) == (check.pw_uid, check.pw_gid, [])
+    own_home(scan)

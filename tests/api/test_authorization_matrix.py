@@ -337,6 +337,11 @@ def _finish(env: Env, caller: str) -> Req:
     )
 
 
+@row("POST", "/api/verifier/projects/{project}/base", 200)
+def _base_moved(env: Env, caller: str) -> Req:
+    return Req(f"/api/verifier/projects/{VERIFIED}/base", {"ref": "refs/heads/main", "after": "c" * 40})
+
+
 MAIN = "main"  # verification off
 VERIFIED = "checked"  # verification on, with a live local key and a config
 

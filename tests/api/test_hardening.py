@@ -111,6 +111,12 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
             f"/api/verifier/runs/{ids['submitted']}/run-1/finish",
             {"checks": {"unit": {"exit_code": 0, "output_tail": "ok"}}, "error": "none"},
         ),
+        (
+            "verifier",
+            "POST",
+            "/api/verifier/projects/demo/base",
+            {"ref": "refs/heads/main", "after": "c" * 40, "repository": {"full_name": "o/r"}},
+        ),
     ]
 
 
@@ -126,18 +132,18 @@ def test_every_body_route_is_listed_here() -> None:
     assert listed == {r for r in ROUTES if r.has_body}
 
 
-def _poisoned(body: Any) -> Iterator[Any]:
+def _poisoned(body: Any, text: str = BAD) -> Iterator[Any]:
     """The body with each of its strings (values, and object keys) replaced by bad text in turn."""
     if isinstance(body, str):
-        yield BAD
+        yield text
     elif isinstance(body, dict):
         for key, value in body.items():
-            yield {**body, BAD: value} if key not in ("kind", "resolution") else {**body, key: BAD}
-            for bad in _poisoned(value):
+            yield {**body, text: value} if key not in ("kind", "resolution") else {**body, key: text}
+            for bad in _poisoned(value, text):
                 yield {**body, key: bad}
     elif isinstance(body, list):
         for i, value in enumerate(body):
-            for bad in _poisoned(value):
+            for bad in _poisoned(value, text):
                 yield [*body[:i], bad, *body[i + 1 :]]
 
 
@@ -163,6 +169,52 @@ def test_lone_surrogates_are_refused_in_every_text_field_of_every_body_route(env
             assert r.status == 422
             tried += 1
     assert tried >= 40
+
+
+# What would rewrite a human's terminal line, or hide text on it: an escape sequence that erases
+# the line, a carriage return, NUL, a C1 control (the 8-bit CSI), DEL.
+CONTROLS = ["innocent\x1b[2K\x1b[1Gaccept me", "ok\rrewritten", "nul\x00", "csi\x9b2K", "del\x7f"]
+# The verifier's own routes carry what a check printed, stored made plain by the service.
+CHECK_OUTPUT_ROUTES = {"/review", "/finish"}
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_control_characters_are_refused_in_every_text_field_of_every_body_route(
+    env: Env, control: str
+) -> None:
+    ids = _world(env)
+    tried = 0
+    for caller, method, path, body in _bodies(ids):
+        if any(path.endswith(end) for end in CHECK_OUTPUT_ROUTES):
+            continue
+        for bad in _poisoned(body, control):
+            r = _refused_without_writing(env, caller, method, path, json.dumps(bad))
+            assert r.status == 422
+            assert "text may not hold control characters (only tab and newline)" in r.json["message"], r
+            tried += 1
+    assert tried >= 40
+
+
+def test_tab_and_newline_are_text(env: Env) -> None:
+    env.project("demo")
+    body = {"title": "T\tone", "description": "line one\n\tline two", "criteria": [{"text": "a\nb"}]}
+    r = env.call("POST", "/api/projects/demo/tasks", body=body)
+    assert r.status == 201, r
+    assert r.json["task"]["description"] == "line one\n\tline two"
+
+
+def test_a_checks_output_with_escapes_is_taken_and_stored_plain(env: Env) -> None:
+    _world(env)
+    assert env.call("PUT", "/api/projects/demo/verification", body={"on": True}).status == 200
+    tid = env.submitted("demo")
+    started = env.call("POST", "/api/verifier/runs", "verifier", body={"task_id": tid})
+    assert started.status in (200, 201), started
+    run_id = started.json["run_id"]
+    output = {"checks": {"unit": {"exit_code": 1, "output_tail": "\x1b[31mFAILED\x1b[0m x\r\n"}}}
+    finished = env.call("POST", f"/api/verifier/runs/{tid}/{run_id}/finish", "verifier", body=output)
+    assert finished.status == 200, finished
+    runs = env.world.ctx.store.query(f"T#{tid}", sk_prefix="R#").items
+    assert [r.data["checks"]["unit"]["output_tail"] for r in runs] == ["FAILED x\n"]
 
 
 @pytest.mark.parametrize("depth", [1_000, 100_000])

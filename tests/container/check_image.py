@@ -27,7 +27,8 @@ import pytest
 
 from taskgate.cloud.ecs import project_command, task_command
 from tests.container.engine import ROOT, Podman, Ran, TaskDefinition, Timings, run_as_ecs, verifier_base
-from tests.mcp.live import Live, free_port, serving
+from tests.mcp.live import Live, serving
+from tests.support.server import free_port
 from tests.verifier.support import Gate, Repo, git
 
 pytestmark = pytest.mark.timeout(1800)

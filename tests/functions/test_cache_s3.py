@@ -138,3 +138,18 @@ def test_the_container_picks_it_from_its_environment_with_explicit_timeouts(s3: 
     config = made.client.meta.config
     assert (config.connect_timeout, config.read_timeout) == (5, 60)
     assert config.retries == {"mode": "standard", "total_max_attempts": 5}  # 4 retries after the first
+
+
+def test_a_verifier_with_the_bucket_set_keeps_its_caches_there(s3: Any, tmp_path: Path) -> None:
+    from taskgate.verifier.worker import Options, Worker
+
+    env = {cache_s3.BUCKET_VAR: BUCKET}
+    store = cache_s3.from_env(env, client=s3)
+    assert store is not None and cache_s3.from_env({}, client=s3) is None
+    worker = Worker(Options(server="http://127.0.0.1:9", verifier_key="k", cache_store=store), env={})
+    assert worker.cache is store
+    worker.cache.save("k1", _venv(tmp_path / "venv"))
+    assert _objects(s3) == ["cache/k1.tar.gz"]
+    # TASKGATE_VERIFIER_CACHE=off turns caches off wherever they would be kept
+    off = Worker(Options(server="http://127.0.0.1:9", verifier_key="k", cache_dir=None, cache_store=store))
+    assert off.cache is None

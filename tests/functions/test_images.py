@@ -227,7 +227,7 @@ def test_after_a_stack_update_the_old_copy_still_runs_and_the_next_save_register
     from taskgate import runtime
 
     runtime.reset()
-    dispatcher._launcher = None
+    monkeypatch.setattr(dispatcher, "_launcher", None)  # restored after the test, as found
     tid = _submit(cloud, "web")
     assert cloud.invoke(handler, stream_event(cloud.delivered(cloud.new_records()))) == {
         "batchItemFailures": []

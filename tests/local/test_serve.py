@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import signal
+import socket
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
-from tests.support.server import running
+from tests.support.server import TASKGATE, port_file, running
 
 
 def test_serve_starts_answers_health_and_writes_the_admin_token_0600(tmp_path: Path) -> None:
@@ -110,3 +112,31 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
         r = server.cli("mcp-config", "--key", minted["key"], "--json")
         cfg = json.loads(r.stdout)
         assert cfg["claude"].startswith(f"claude mcp add --transport http taskgate {server.url}/mcp")
+
+
+def test_port_0_binds_a_free_port_prints_it_and_writes_it_to_the_port_file(tmp_path: Path) -> None:
+    """`--port 0 --port-file F`: the server binds a port the system picks, says it on its first
+    line, serves on it (the admin's own token works there) and writes it to F."""
+    data = tmp_path / "data"
+    with running(data) as server:  # tests.support.server starts every server this way
+        assert int(port_file(data).read_text()) == server.port > 0
+        status, _ = server.request("GET", "/api/projects", token=server.admin_token)
+        assert status == 200
+        out = server.stop()
+    assert out.splitlines()[0] == f"taskgate serving on http://127.0.0.1:{server.port}"
+
+
+def test_a_port_already_taken_is_one_clear_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [TASKGATE, "serve", "--data-dir", str(tmp_path / "d"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"taskgate serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert "Traceback" not in done.stdout + done.stderr

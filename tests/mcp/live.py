@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager
@@ -22,34 +20,17 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from tests.mcp.events import LEGACY
+from tests.support.server import await_port, port_file, serve_args
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 ADMIN = "alice"  # the human the admin token stands for
 
 
-def serve_command(data_dir: Path, port: int) -> list[str]:
-    return [
-        str(Path(sys.executable).parent / "taskgate"),
-        "serve",
-        "--data-dir",
-        str(data_dir),
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
-        "--admin-name",
-        ADMIN,
-    ]
+def serve_command(data_dir: Path) -> list[str]:
+    return [*serve_args(data_dir), "--host", "127.0.0.1", "--admin-name", ADMIN]
 
 
 @dataclass
@@ -122,14 +103,14 @@ class Live:
             db.close()
 
 
-def start(data_dir: Path) -> Live:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+def start(data_dir: Path, *, env: dict[str, str] | None = None) -> Live:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")} | (env or {})
+    port_file(data_dir).unlink(missing_ok=True)
     proc = subprocess.Popen(
-        serve_command(data_dir, port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        serve_command(data_dir), cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
+    base = f"http://127.0.0.1:{await_port(proc, data_dir, None, deadline)}"
     while True:
         if proc.poll() is not None:
             err = proc.stderr.read().decode() if proc.stderr else ""
@@ -155,9 +136,9 @@ def stop(live: Live) -> None:
         live.proc.wait()
 
 
-def serving(data_dir: Path) -> Iterator[Live]:
+def serving(data_dir: Path, *, env: dict[str, str] | None = None) -> Iterator[Live]:
     """A real server on `data_dir` for as long as the fixture that yields from this lives."""
-    server = start(data_dir)
+    server = start(data_dir, env=env)
     try:
         yield server
     finally:

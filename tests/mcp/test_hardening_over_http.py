@@ -180,6 +180,48 @@ def test_older_protocol_versions_and_a_missing_header_are_refused(live: Live, ke
     assert post(live, listing, key, LEGACY).status_code == 200  # the supported one still works
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("sent", ["garbage", "2099-01-01", "", "x" * 10_000, "2025-11-25, 2026-07-28"])
+def test_an_unknown_protocol_version_is_a_clear_invalid_request(
+    live: Live, key: str, version: str, sent: str
+) -> None:
+    r = post(live, rpc("tools/list", version=version), key, version, {"mcp-protocol-version": sent})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith("unsupported MCP-Protocol-Version ")
+    assert error["message"].endswith("; this server speaks 2025-11-25, 2026-07-28")
+    assert error["data"]["supported"] == ["2025-11-25", "2026-07-28"]
+    assert len(r.text) < 500  # a 10 KB version is not echoed back whole
+
+
+@pytest.mark.parametrize("order", [(LEGACY, MODERN), (MODERN, LEGACY), (LEGACY, LEGACY)])
+def test_a_duplicated_protocol_version_header_is_refused_in_either_order(
+    live: Live, key: str, order: tuple[str, str]
+) -> None:
+    """Sent twice over a raw socket (an HTTP client library merges or drops duplicates)."""
+    body = json.dumps(rpc("tools/list", version=order[1])).encode()
+    host, port = live.base.removeprefix("http://").split(":")
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"MCP-Protocol-Version: {order[0]}\r\nMCP-Protocol-Version: {order[1]}\r\n"
+        f"Mcp-Method: tools/list\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:300]
+    error = json.loads(payload)["error"]
+    assert error["code"] == -32600
+    assert error["message"] == (
+        "the MCP-Protocol-Version header was sent 2 times; send it once (2025-11-25, 2026-07-28)"
+    )
+
+
 # -- defect 8: slow bodies are timed out -------------------------------------------------------
 
 
@@ -249,5 +291,40 @@ def test_list_tasks_by_claimer_and_a_retried_create_over_mcp(live: Live, project
             mine = await a.ok("list_tasks", project=project, claimed_by=name)
             assert [t["id"] for t in mine["tasks"]] == [first["task"]["id"]]
             assert other["task"]["id"] not in [t["id"] for t in mine["tasks"]]
+
+    run(go())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_control_characters_in_any_tool_argument_are_refused_and_nothing_is_written(
+    live: Live, project: str, version: str
+) -> None:
+    key, _ = live.key(f"ctl-agent{next(_n)}", role="architect", projects=[project])
+    made = live.ok("POST", f"/api/projects/{project}/tasks", {"title": "t", "criteria": [{"text": "x"}]})
+    tid = made["task"]["id"]
+    line_rewrite = "innocent\x1b[2K\x1b[1Gaccept me"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("create_task", {"project": project, "title": line_rewrite, "criteria": [{"text": "x"}]}),
+        (
+            "create_task",
+            {"project": project, "title": "t", "criteria": [{"text": "x", "verify_ref": "a\x00b"}]},
+        ),
+        ("create_spec", {"project": project, "title": "s", "body": "b\rc", "criteria": [{"text": "x"}]}),
+        ("add_note", {"task_id": tid, "body": "note\x9b2K"}),
+        ("log_decision", {"project": project, "title": "d", "body": "del\x7f"}),
+        ("update_task", {"task_id": tid, "description": "\x07bell"}),
+    ]
+
+    async def go() -> None:
+        async with agent(live.mcp_url, key, version) as a:
+            for tool, args in calls:
+                before = live.dump()
+                refused = await a.refused(tool, **args)
+                assert refused["code"] == "E_VALIDATION", (tool, refused)
+                assert "text may not hold control characters (only tab and newline)" in refused["message"]
+                assert live.dump() == before, tool
+            # Tab and newline are text.
+            ok = await a.ok("add_note", task_id=tid, body="line one\n\tline two")
+            assert ok["body"] == "line one\n\tline two"
 
     run(go())

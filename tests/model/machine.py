@@ -34,6 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.errors import TaskgateError
+from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import (
     AgentRole,
     CredentialKind,
@@ -47,7 +48,18 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.principals import Acting, acting, human
-from taskgate.service import claims, keys, projects, records, review, specs, sweeper, tasks, verification
+from taskgate.service import (
+    claims,
+    keys,
+    projects,
+    records,
+    review,
+    specs,
+    staleness,
+    sweeper,
+    tasks,
+    verification,
+)
 from taskgate.service.context import Context
 from taskgate.service.offers import Offers
 from taskgate.store.port import Store
@@ -126,7 +138,10 @@ LEASES = [None, None, None, None, None, 1, 45, 120, 0, 121]
 ADVANCE = [1, 2, 5, 5, 10, 10, 15, 29, 30, 31, 45, 121]
 # The verdicts the progress rule gives a running run (choice 0..11): mostly the ends a fleet
 # sees, and every kind often enough that a short profile reaches each of them.
-VERDICTS = ["pass"] * 5 + ["fail"] * 3 + ["error"] * 2 + ["spec_error"] * 2
+VERDICTS = ["pass"] * 5 + ["fail"] * 3 + ["error"] * 2 + ["spec_error", "conflict"]
+# main's tips a verifier may report, and the tree of a merge (the server keeps, never reads it)
+TIPS = ["a0" * 20, "a1" * 20, "a2" * 20]
+TREE = "b0" * 20
 MAX_ATTEMPTS = [None, None, None, None, None, 1, 2, 4, 0]
 PRIORITIES = [0, 5, 0, 10, 0, 2000]
 LIST_STATUSES = [None, "ready", "ready", "claimed", "needs_verification", "needs_human"]
@@ -489,6 +504,16 @@ class ModelMachine(RuleBasedStateMachine):
                 # Why a task waits for a human (issue 17); no reason once it left needs_human.
                 want["why"] = mt.why if mt.status == ref.NEEDS_HUMAN else None
                 real["why"] = rt.needs_human.why.value if rt.needs_human is not None else None
+                want["conflicts_in_row"] = mt.conflicts_in_row
+                real["conflicts_in_row"] = rt.conflicts_in_row
+                want["verified_on"] = (
+                    TIPS[mt.base] if mt.status == ref.VERIFIED and mt.base is not None else None
+                )
+                real["verified_on"] = (
+                    rt.verified_base.tip
+                    if rt.status is Status.VERIFIED and rt.verified_base is not None
+                    else None
+                )
                 if mt.status == ref.NEEDS_VERIFICATION:
                     # Errors "in a row" count only while the task waits for a verifier.
                     want["errors_in_row"] = mt.errors_in_row
@@ -1067,11 +1092,12 @@ class ModelMachine(RuleBasedStateMachine):
             return  # this example ended at a divergence (record mode)
         if who not in self.model.keys:
             return
-        self._verify_start(_caller(who), self.pick(i, focus, "needs_verification"))
+        self._verify_start(_caller(who), self.pick(i, focus, "needs_verification", "verified"))
 
     def _verify_start(self, c: ref.Caller, t: int) -> None:
+        reverify = 0 <= t < len(self.model.tasks) and self.model.tasks[t].status == ref.VERIFIED
         self.step(
-            "verify_start",
+            "verify_start(reverify)" if reverify else "verify_start",
             c,
             lambda m: m.verify_start(c, t),
             lambda: verification.start(self.ctx, self.act(c), task_id=self.tid(t)),
@@ -1089,7 +1115,7 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(
         r=wide,
         focus=focus_,
-        verdict=st.sampled_from(["pass", "pass", "fail", "error", "spec_error"]),
+        verdict=st.sampled_from(["pass", "pass", "fail", "error", "spec_error", "conflict"]),
         stranger=st.sampled_from([False] * 6 + [True]),
     )
     def verify_finish(self, r: int, focus: bool, verdict: str, stranger: bool) -> None:
@@ -1107,6 +1133,13 @@ class ModelMachine(RuleBasedStateMachine):
         c = ref.Caller(who)
         t = run.task
         crit = self.run_criteria[run.label]
+        tip = TIPS[self.model.tip_or_first()]
+        conflict = (
+            MergeConflict(mode="merge", branch="main", tip=tip, paths=["app.py"])
+            if verdict == "conflict"
+            else None
+        )
+        base = None if conflict is not None else MergedBase(mode="merge", branch="main", tip=tip, tree=TREE)
         checks: dict[str, CheckResult] = {}
         results: dict[str, CriterionResult] = {}
         if verdict in ("pass", "fail", "spec_error"):
@@ -1133,9 +1166,35 @@ class ModelMachine(RuleBasedStateMachine):
                 checks=checks,
                 results=results,
                 error="checkout failed" if verdict == "error" else None,
+                base=base,
+                conflict=conflict,
             ),
             target=t,
         )
+
+    @rule(who=st.sampled_from(WHO_VERIFY), n=st.integers(0, len(TIPS) - 1))
+    def base_moved(self, who: str, n: int) -> None:
+        """main's tip as a verifier's poll (or the git host's webhook) reports it."""
+        if self.diverged:
+            return  # this example ended at a divergence (record mode)
+        if who not in self.model.keys:
+            return
+        c = _caller(who)
+        self.step(
+            f"base_moved({n})",
+            c,
+            lambda m: m.base_moved(c, n),
+            lambda: (
+                staleness.base_moved(self.ctx, self.act(c), PROJECT, ref="refs/heads/main", tip=TIPS[n]).stale
+            ),
+            on_ok=self._stale_listed,
+        )
+
+    def _stale_listed(self, want: list[int], got: list[str]) -> None:
+        """The stale tasks the server names are the model's (oldest verdict first: compared as a set,
+        the model does not keep verdict times)."""
+        if sorted(self.tid(x) for x in want) != sorted(got):
+            self._diverge("base_moved: stale tasks", f"model {sorted(self.tid(x) for x in want)}, real {got}")
 
     # ---- rule: progress ------------------------------------------------------------------
 
@@ -1184,6 +1243,21 @@ class ModelMachine(RuleBasedStateMachine):
                 self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
             else:
                 self._review("accept", human_, t.label, "requeue", False, 0, 0)
+        elif (
+            t.status == ref.VERIFIED
+            and m.verification_on
+            and choice < 4
+            and (m.stale(t) or t.live_run is not None)
+        ):
+            runs = [r for r in m.runs if r.task == t.label and r.state == "running"]
+            live_keys = [k for k in ("v1", "v2", "v3") if k in m.keys and not m.keys[k].revoked]
+            if runs:
+                self._verify_finish(runs[0], VERDICTS[choice * 3], False)
+            elif live_keys:
+                self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
+        elif t.status == ref.VERIFIED and m.verification_on and choice < 4 and "v1" in m.keys:
+            # main moves on under a verified task: its verdict goes stale
+            self.base_moved("v1", (m.tip_or_first() + 1) % len(TIPS))
         elif t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED):
             self._review("reopen" if choice >= 9 else "accept", human_, t.label, "requeue", False, 0, 0)
         elif t.status == ref.NEEDS_HUMAN:

@@ -49,6 +49,7 @@ DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_LEASE = 30
 MAX_LEASE = 120
 VERIFIER_ERRORS_TO_HUMAN = 3
+CONFLICTS_TO_HUMAN = 3  # merge conflicts in a row
 # Silent in DESIGN.md: a run nobody finishes (a verifier that died) must not hold its task for
 # ever. The choice made with `taskgate verify` (see service/verification.py's budget): a run
 # gets every check's timeout, two more check timeouts (command criteria, reviewer) and 30
@@ -173,7 +174,8 @@ class Run:
     task: int
     key: str
     started: int = 0
-    state: str = "running"  # running | passed | failed | error | superseded
+    state: str = "running"  # running | passed | failed | error | superseded | conflict
+    reverify: bool = False  # started on a verified task whose base moved
 
 
 @dataclass
@@ -197,6 +199,10 @@ class Task:
     touched_by: set[str] = field(default_factory=set)
     submitted: bool = False
     errors_in_row: int = 0
+    # Submissions in a row that did not merge onto the base: the third goes to a human. A run
+    # that got through the merge, or any human move, starts the count again.
+    conflicts_in_row: int = 0
+    base: int | None = None  # the base tip its verdict holds for (set by a pass)
     live_run: int | None = None
     why: str | None = None  # why it went to needs_human, the last time it did
     # After a lease lapsed with no write yet: the raw record may still show the claim
@@ -227,6 +233,7 @@ class Model:
     tasks: list[Task] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
     next_token: int = 0
+    tip: int | None = None  # the base branch's tip as last reported (None: never)
 
     def clone(self) -> Model:
         return copy.deepcopy(self)
@@ -717,6 +724,7 @@ class Model:
         t = self._accept_checks(c, label, batch=batch)
         self._touch(t)
         self._supersede(t)
+        t.conflicts_in_row = 0
         t.status = DONE
         self._blockers_done()
 
@@ -759,6 +767,7 @@ class Model:
         assert t is not None
         self._touch(t)
         self._supersede(t)
+        t.conflicts_in_row = 0
         # Reopening submitted work (needs_verification, verified) uses an attempt; reopening done
         # work does not: DESIGN.md's table marks the first two rows and leaves done -> ready
         # blank (the design wins over seed 001's "a reopen uses an attempt").
@@ -773,6 +782,7 @@ class Model:
         assert t is not None
         self._touch(t)
         self._supersede(t)
+        t.conflicts_in_row = 0
         if t.claim is not None:
             self._end_claim(t, "cancelled", False)
         t.status = CANCELLED
@@ -795,6 +805,7 @@ class Model:
         chk.done()
         assert t is not None
         self._touch(t)
+        t.conflicts_in_row = 0
         if how == "requeue":
             self._to_ready(t, uses_attempt=False, system=False)
         elif how == "block":
@@ -836,7 +847,7 @@ class Model:
         t = self._find(label, chk)
         chk.need(self.verification_on, "E_WRONG_STATE", "verification is off")
         if t is not None:
-            chk.need(t.status == NEEDS_VERIFICATION, "E_WRONG_STATE", "not waiting")
+            chk.need(t.status == NEEDS_VERIFICATION or self.stale(t), "E_WRONG_STATE", "not waiting")
         chk.done()
         assert t is not None
         settled = frozenset({label}) if self._overdue(t) else frozenset()
@@ -844,13 +855,16 @@ class Model:
             self._touch(t)
             self._verifier_error(t)  # an abandoned run ends as an error first
         again = Checks()
-        again.need(t.status == NEEDS_VERIFICATION, "E_WRONG_STATE", "that error was its third in a row")
+        reverify = t.status == VERIFIED
+        again.need(
+            t.status == NEEDS_VERIFICATION or reverify, "E_WRONG_STATE", "that error was its third in a row"
+        )
         # Silent on the code: "one live run per task"; a second start is a conflict or the state.
         again.need(t.live_run is None, "E_CONFLICT", "a run is live", "E_WRONG_STATE")
         if again.codes:
             raise Refused(frozenset(again.codes), "; ".join(again.why), settled)
         self._touch(t)
-        run = Run(len(self.runs), label, c.key, self.now)
+        run = Run(len(self.runs), label, c.key, self.now, reverify=reverify)
         self.runs.append(run)
         t.live_run = run.label
         return run.label
@@ -871,6 +885,9 @@ class Model:
         if t.live_run is not None:
             self.runs[t.live_run].state = "error"
             t.live_run = None
+        if t.status == VERIFIED:
+            t.errors_in_row = 0  # a re-verification's error leaves the verdict as it was
+            return
         t.errors_in_row += 1
         if t.errors_in_row >= VERIFIER_ERRORS_TO_HUMAN:
             self._to_human(t, "verifier_errors")
@@ -884,19 +901,35 @@ class Model:
         chk.need(run.state == "running", "E_WRONG_STATE", "run ended", "E_STALE_CLAIM")
         chk.done()
         self._touch(t)
-        if not self._commands_allowed(t):
-            # "otherwise the run ends as error", whatever the checks said.
+        if not self._commands_allowed(t) and verdict != "conflict":
+            # "otherwise the run ends as error", whatever the checks said (a conflict is found
+            # before anything runs: merging is not verification).
             verdict = "error"
         if verdict == "error":
             self._verifier_error(t)
             return "error"
         if verdict == "spec_error" and "test" not in self._kinds(t):
             verdict = "pass"  # only a test ref can be ambiguous: every other criterion passed
-        run.state = {"pass": "passed", "fail": "failed", "spec_error": "spec_error"}[verdict]
+        run.state = {"pass": "passed", "fail": "failed", "spec_error": "spec_error", "conflict": "conflict"}[
+            verdict
+        ]
         t.live_run = None
         t.errors_in_row = 0
+        if verdict == "conflict":
+            # The executor's to fix: back to ready with no attempt used; the third in a row, a human.
+            t.conflicts_in_row += 1
+            if t.conflicts_in_row >= CONFLICTS_TO_HUMAN:
+                self._to_human(t, "merge_conflicts")
+            else:
+                self._to_ready(t, uses_attempt=False, system=False)
+            t.base = None
+            return verdict
+        if run.reverify:
+            return self._reverified(t, verdict)
+        t.conflicts_in_row = 0
         if verdict == "pass":
             t.status = VERIFIED
+            t.base = self.tip_or_first()
         elif verdict == "spec_error":
             # No executor can fix a spec: a human, at once, and the attempt stays unused (open,
             # like one waiting after verifier errors, until a human resolves the task).
@@ -904,6 +937,34 @@ class Model:
         else:
             self._to_ready(t, uses_attempt=True, system=False)
         return verdict
+
+    def _reverified(self, t: Task, verdict: str) -> str:
+        """A re-verification on the moved base: a pass holds the verdict for the new tip; a
+        failure (of its own criteria: the machine fails them all) sends it back with an attempt
+        used; a spec error changes nothing (the verdict stays, still stale)."""
+        if verdict == "pass":
+            t.conflicts_in_row = 0
+            t.base = self.tip_or_first()
+        elif verdict == "fail":
+            t.conflicts_in_row = 0
+            t.base = None
+            self._to_ready(t, uses_attempt=True, system=False)
+        return verdict
+
+    def tip_or_first(self) -> int:
+        """The tip a verifier merges onto now: the last reported, else the first."""
+        return self.tip if self.tip is not None else 0
+
+    def stale(self, t: Task) -> bool:
+        return t.status == VERIFIED and t.base is not None and self.tip is not None and t.base != self.tip
+
+    def base_moved(self, c: Caller, tip: int) -> list[int]:
+        """A local verifier (or the git host's webhook holding its key) reports main's tip."""
+        key, chk = self._start(c)
+        chk.need(key.kind == "verifier" and key.vkind == "local", "E_FORBIDDEN", "local verifiers only")
+        chk.done()
+        self.tip = tip
+        return sorted((t.label for t in self.tasks if self.stale(t)), key=lambda label: label)
 
     def _kinds(self, t: Task) -> tuple[str, ...]:
         """The kinds of the criteria the task holds now: its spec's and its own."""

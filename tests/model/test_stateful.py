@@ -31,6 +31,8 @@ REACHED = {
             "accept",
             "verify_finish(pass, run running)",
             "verify_finish(spec_error, run running)",
+            "verify_finish(conflict, run running)",
+            "verify_start(reverify)",
         },
         25,
     ),

@@ -10,11 +10,12 @@ from typing import Any
 
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.lifecycle import Action
+from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.outcome import CheckResult, Evidence
 from taskgate.domain.principals import Acting
-from taskgate.service import claims, projects, review, specs, tasks
-from tests.support.evidence import CONFIG, run_verifier
+from taskgate.service import claims, projects, review, specs, staleness, tasks
+from tests.support.evidence import BASE0, BASE1, CHECK, CONFIG, FAILING, TIP0, TIP1, run_verifier
 from tests.support.world import SHA, World
 
 
@@ -121,9 +122,54 @@ def verify(
     *,
     error: str | None = None,
     baseline: BaselineEvidence | None = None,
+    base: MergedBase | None = BASE0,
+    checks: dict[str, CheckResult] | None = None,
 ) -> None:
+    """A run on the submission merged onto main at TIP0 (unless told otherwise)."""
     assert scene.verifier is not None
-    run_verifier(scene.ctx, scene.verifier, scene.task_id, evidence, error=error, baseline=baseline)
+    run_verifier(
+        scene.ctx,
+        scene.verifier,
+        scene.task_id,
+        evidence,
+        error=error,
+        baseline=baseline,
+        base=base,
+        checks=checks,
+    )
+
+
+CONFLICT = MergeConflict(mode="merge", branch="main", tip=TIP0, paths=["src/app.py"])
+STALE = (
+    Action.STALE_PASS,
+    Action.STALE_FAIL,
+    Action.STALE_BREAK,
+    Action.STALE_CONFLICT,
+    Action.STALE_ERROR,
+)
+
+
+def move_base(scene: Scene) -> None:
+    """main moves on to TIP1: a task verified on TIP0 is stale."""
+    assert scene.verifier is not None
+    staleness.base_moved(scene.ctx, scene.verifier, "demo", ref="refs/heads/main", tip=TIP1)
+
+
+def reverify(scene: Scene, action: Action) -> None:
+    """The verifier's run on a stale verified task, ending as `action` says."""
+    assert scene.verifier is not None
+    move_base(scene)
+    conflict = CONFLICT.model_copy(update={"tip": TIP1})
+    if action is Action.STALE_PASS:
+        verify(scene, Evidence.PASS, base=BASE1)
+    elif action is Action.STALE_FAIL:
+        verify(scene, Evidence.FAIL, base=BASE1)
+    elif action is Action.STALE_BREAK:  # its criteria pass, another test of the check fails
+        verify(scene, Evidence.PASS, base=BASE1, checks={CHECK: FAILING})
+    elif action is Action.STALE_CONFLICT:
+        run_verifier(scene.ctx, scene.verifier, scene.task_id, None, conflict=conflict)
+    else:
+        verify(scene, None, error="checkout failed", base=None)
 
 
 def prepare(scene: Scene, action: Action) -> None:
@@ -172,6 +218,11 @@ def perform(scene: Scene, action: Action) -> None:
         verify(scene, Evidence.AMBIGUOUS)
     elif action is Action.VERIFY_HOLD:
         verify(scene, Evidence.PASS, baseline=HARNESS_CHANGED)
+    elif action is Action.VERIFY_CONFLICT:
+        assert scene.verifier is not None
+        run_verifier(ctx, scene.verifier, tid, None, conflict=CONFLICT)
+    elif action in STALE:
+        reverify(scene, action)
     elif action is Action.REOPEN:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:

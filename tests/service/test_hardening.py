@@ -421,6 +421,11 @@ def test_notes_per_task_are_capped(any_world: World, monkeypatch: pytest.MonkeyP
     with pytest.raises(TaskgateError) as full:
         tasks.add_note(w.ctx, w.human, t.id, "one too many")
     assert full.value.code is ErrorCode.VALIDATION and "5" in full.value.message
+    # No argument can fix a full task: the hint says what to do instead of "fix the arguments".
+    assert full.value.hint == (
+        "No call adds another note to this task: record what others need with log_decision, "
+        "or ask a human to put it in the task's description."
+    )
     assert dump(w.store) == before
 
 

@@ -8,7 +8,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.lifecycle import TABLE, Action, Guard, Move
 from taskgate.domain.models import Status
 from taskgate.service import tasks
-from tests.service.scenarios import Scene, new_scene, perform, prepare, reach
+from tests.service.scenarios import STALE, Scene, new_scene, perform, prepare, reach
 from tests.support.world import World, dump
 
 CREATE = {
@@ -22,6 +22,8 @@ VERIFIER_ACTIONS = {
     Action.VERIFY_ERROR,
     Action.VERIFY_SPEC_ERROR,
     Action.VERIFY_HOLD,
+    Action.VERIFY_CONFLICT,
+    *STALE,
 }
 
 

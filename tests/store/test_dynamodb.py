@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.store import body, zdict
 from taskgate.store import cursor as cursors
-from taskgate.store.dynamodb import CONFLICT_RETRIES, DynamoDBStore
+from taskgate.store.dynamodb import GET_MANY_ROUNDS, DynamoDBStore
 from taskgate.store.port import Check, ConflictError, Delete, Item, Put
 from taskgate.store.schema import IndexName
 from tests.support.dynamo import SerializedClient, dynamodb_store
@@ -158,28 +158,10 @@ def test_reads_cost_one_request_when_they_can(dynamo: DynamoDBStore) -> None:
     assert seen == ["Query", "Query", "BatchGetItem"]
 
 
-def test_transaction_conflict_is_retried_then_succeeds(dynamo: DynamoDBStore) -> None:
-    failures = [2]
+def test_a_transaction_conflict_is_a_conflict_error_at_once(dynamo: DynamoDBStore) -> None:
+    """Not retried in the store: the service's one retry policy (Context.retrying) runs the use
+    case again, so retries never nest."""
 
-    def flaky(real: Callable[..., Any], **kwargs: Any) -> Any:
-        if failures[0]:
-            failures[0] -= 1
-            raise client_error(
-                "TransactionCanceledException", "TransactWriteItems", ["None", "TransactionConflict"]
-            )
-        return real(**kwargs)
-
-    slept: list[float] = []
-    dynamo._client = Intercept(dynamo._client, transact_write_items=flaky)  # type: ignore[assignment]
-    dynamo._sleep = slept.append
-    dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
-    assert dynamo._client.calls == ["transact_write_items"] * 3  # type: ignore[attr-defined]
-    assert len(slept) == 2
-    assert all(0.010 <= s <= 0.200 for s in slept)
-    assert dynamo.get("A", "1") is not None
-
-
-def test_transaction_conflict_gives_up_with_a_conflict_error(dynamo: DynamoDBStore) -> None:
     def always(real: Callable[..., Any], **kwargs: Any) -> Any:
         raise client_error(
             "TransactionCanceledException", "TransactWriteItems", ["None", "TransactionConflict"]
@@ -190,7 +172,8 @@ def test_transaction_conflict_gives_up_with_a_conflict_error(dynamo: DynamoDBSto
         dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
     assert caught.value.reason == "transaction conflict"
     assert caught.value.failed == [("B", "1")]
-    assert dynamo._client.calls == ["transact_write_items"] * (CONFLICT_RETRIES + 1)  # type: ignore[attr-defined]
+    assert dynamo._client.calls == ["transact_write_items"]  # type: ignore[attr-defined]
+    assert dynamo.get("A", "1") is None
 
 
 def test_failed_condition_wins_over_transaction_conflict_and_is_not_retried(dynamo: DynamoDBStore) -> None:
@@ -219,19 +202,8 @@ def test_other_cancellations_are_not_conflicts(dynamo: DynamoDBStore, reasons: l
         dynamo.commit([Put(Item("A", "1", {})), Put(Item("B", "1", {}))])
 
 
-def test_single_write_transaction_conflict_is_retried(dynamo: DynamoDBStore) -> None:
-    failures = [1]
-
-    def flaky(real: Callable[..., Any], **kwargs: Any) -> Any:
-        if failures[0]:
-            failures[0] -= 1
-            raise client_error("TransactionConflictException", "PutItem")
-        return real(**kwargs)
-
-    dynamo._client = Intercept(dynamo._client, put_item=flaky)  # type: ignore[assignment]
+def test_single_write_transaction_conflict_is_a_conflict_error(dynamo: DynamoDBStore) -> None:
     dynamo.commit([Put(Item("A", "1", {}))])
-    assert dynamo._client.calls == ["put_item", "put_item"]  # type: ignore[attr-defined]
-    assert dynamo.get("A", "1") is not None
 
     def always(real: Callable[..., Any], **kwargs: Any) -> Any:
         raise client_error("TransactionConflictException", "DeleteItem")
@@ -241,6 +213,8 @@ def test_single_write_transaction_conflict_is_retried(dynamo: DynamoDBStore) -> 
         dynamo.commit([Delete("A", "1", expected_version=1)])
     assert caught.value.reason == "transaction conflict"
     assert caught.value.failed == [("A", "1")]
+    assert dynamo._client.calls == ["delete_item"]  # type: ignore[attr-defined]
+    assert dynamo.get("A", "1") is not None
 
 
 def test_short_pages_and_empty_pages_with_a_last_evaluated_key(dynamo: DynamoDBStore) -> None:
@@ -303,6 +277,21 @@ def test_get_many_asks_again_for_unprocessed_keys(dynamo: DynamoDBStore) -> None
     assert dynamo.get_many(wanted) == items[::-1]
     assert dynamo._client.calls == ["batch_get_item"] * 5  # type: ignore[attr-defined]
     assert len(slept) == 4
+
+
+def test_get_many_gives_up_on_keys_left_unprocessed_with_e_unavailable(dynamo: DynamoDBStore) -> None:
+    dynamo.commit([Put(Item("P", "1", {}))])
+
+    def nothing(real: Callable[..., Any], **kwargs: Any) -> Any:
+        request = kwargs["RequestItems"][dynamo.table_name]
+        return {"Responses": {}, "UnprocessedKeys": {dynamo.table_name: request}}
+
+    dynamo._client = Intercept(dynamo._client, batch_get_item=nothing)  # type: ignore[assignment]
+    with pytest.raises(TaskgateError) as caught:
+        dynamo.get_many([("P", "1")])
+    assert caught.value.code is ErrorCode.UNAVAILABLE
+    assert caught.value.message == "the table is busy (reads left unprocessed); try again in a moment"
+    assert dynamo._client.calls == ["batch_get_item"] * GET_MANY_ROUNDS  # type: ignore[attr-defined]
 
 
 def test_get_many_splits_into_batches_of_100(dynamo: DynamoDBStore) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskgate.domain.baseline import BaselineEvidence
+from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, ScreenHit
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig
@@ -24,6 +25,11 @@ CONFIG: dict[str, Any] = {
     }
 }
 OK = CheckResult(exit_code=0, duration_ms=10)
+FAILING = CheckResult(exit_code=1, duration_ms=10)
+# The base tips a run merges onto, as a verifier reports them
+TIP0, TIP1 = "a0" * 20, "a1" * 20
+BASE0 = MergedBase(mode="merge", branch="main", tip=TIP0, tree="b0" * 20)
+BASE1 = MergedBase(mode="merge", branch="main", tip=TIP1, tree="b1" * 20)
 
 
 def local_results(criteria: list[dict[str, Any]], evidence: Evidence, *, detail: str = "") -> dict[str, Any]:
@@ -63,6 +69,8 @@ def run_verifier(
     checks: dict[str, CheckResult] | None = None,
     screened: list[ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
+    base: MergedBase | None = None,
+    conflict: MergeConflict | None = None,
 ) -> tuple[Any, Any]:
     """One whole run the way `taskgate verify` makes it: start, the reviewer's answer (if a reviewer
     is given and the task has review criteria), finish. `evidence` None sends no results."""
@@ -71,6 +79,10 @@ def run_verifier(
     if reviewer is not None and evidence is not None and any(c["kind"] == "review" for c in criteria):
         verification.record_review(ctx, reviewer, task_id, started.run.id, review_results(criteria, evidence))
     cfg = VerifierConfig.model_validate(started.work["config"]) if started.work["config"] else None
+    if conflict is not None:
+        return verification.finish(
+            ctx, local, task_id, started.run.id, checks={}, results={}, conflict=conflict
+        )
     return verification.finish(
         ctx,
         local,
@@ -83,4 +95,5 @@ def run_verifier(
         error=error,
         screened=screened,
         baseline=baseline,
+        base=base,
     )

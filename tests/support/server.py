@@ -1,4 +1,4 @@
-"""Run `taskgate serve` as a real subprocess on a temp data dir and a free port."""
+"""Run `taskgate serve` as a real subprocess on a temp data dir and a port it picks itself."""
 
 from __future__ import annotations
 
@@ -21,9 +21,42 @@ TASKGATE = str(Path(sys.executable).with_name("taskgate"))
 
 
 def free_port() -> int:
+    """A port free a moment ago, for a server of someone else's (git daemon) that cannot bind 0
+    and say which port it got: another process may take it first. `taskgate serve` is started
+    on port 0 instead (`await_port`)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def serve_args(data_dir: Path, port: int | None = None) -> list[str]:
+    """`taskgate serve` on `port`, or by default on a port the server binds itself (port 0),
+    writing the port it got to a file beside its data dir (`await_port` reads it)."""
+    args = [TASKGATE, "serve", "--data-dir", str(data_dir), "--port", str(port or 0)]
+    return args if port else [*args, "--port-file", str(port_file(data_dir))]
+
+
+def port_file(data_dir: Path) -> Path:
+    """Beside the data dir, not in it: what the server keeps there is the server's."""
+    return data_dir.with_name(data_dir.name + ".port")
+
+
+def await_port(proc: subprocess.Popen[Any], data_dir: Path, port: int | None, deadline: float) -> int:
+    """The port the server listens on: `port` when it was given one, else what it wrote to its
+    port file (removed first by `serve_args`' caller, so a file from an earlier run is never
+    read). The process must still be running: the port is its own, held from before the file
+    was written, so no other server can answer on it."""
+    path = port_file(data_dir)
+    while port is None:
+        if proc.poll() is not None:
+            raise RuntimeError(f"taskgate serve exited {proc.returncode} before it wrote {path}")
+        if path.is_file():
+            return int(path.read_text())
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"taskgate serve wrote no {path} in time")
+        time.sleep(0.02)
+    return port
 
 
 @dataclass
@@ -103,16 +136,16 @@ def start(
     env: dict[str, str] | None = None,
     timeout: float = 60.0,
 ) -> Server:
-    port = port or free_port()
+    port_file(data_dir).unlink(missing_ok=True)
     proc = subprocess.Popen(
-        [TASKGATE, "serve", "--data-dir", str(data_dir), "--port", str(port), *(extra or [])],
+        [*serve_args(data_dir, port), *(extra or [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
     )
-    server = Server(proc, data_dir, port)
     deadline = time.monotonic() + timeout
+    server = Server(proc, data_dir, await_port(proc, data_dir, port, deadline))
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(

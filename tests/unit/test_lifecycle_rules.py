@@ -19,6 +19,7 @@ from taskgate.domain.lifecycle import (
     land,
     why_human,
 )
+from taskgate.domain.merging import CONFLICTS_TO_NEEDS_HUMAN
 from taskgate.domain.models import Status, WhyHuman
 
 
@@ -180,7 +181,12 @@ def _landings_in_needs_human() -> list[tuple[Move, Outcome]]:
         errors = VERIFIER_ERRORS_TO_NEEDS_HUMAN - 1 if m.action is Action.VERIFY_ERROR else 0
         # Used up by this move, or already (a system move to ready with nothing left).
         used = 2 if m.uses_attempt else 3
-        out = land(m, attempts_used=used, max_attempts=3, verifier_errors_in_row=errors)
+        conflicts = (
+            CONFLICTS_TO_NEEDS_HUMAN - 1 if m.action in (Action.VERIFY_CONFLICT, Action.STALE_CONFLICT) else 0
+        )
+        out = land(
+            m, attempts_used=used, max_attempts=3, verifier_errors_in_row=errors, conflicts_in_row=conflicts
+        )
         if out.target is Status.NEEDS_HUMAN:
             found.append((m, out))
     return found
@@ -205,6 +211,9 @@ def test_every_landing_in_needs_human_says_why() -> None:
         Action.REOPEN: WhyHuman.ATTEMPTS_USED_UP,
         Action.BLOCKERS_DONE: WhyHuman.ATTEMPTS_USED_UP,
         Action.SPEC_APPROVED: WhyHuman.ATTEMPTS_USED_UP,
+        Action.VERIFY_CONFLICT: WhyHuman.MERGE_CONFLICTS,
+        Action.STALE_CONFLICT: WhyHuman.MERGE_CONFLICTS,
+        Action.STALE_FAIL: WhyHuman.ATTEMPTS_USED_UP,
     }
 
 

@@ -29,7 +29,18 @@ def test_two_callers_get_different_first_choices_among_equals() -> None:
 
 
 def test_the_order_is_stable_per_caller() -> None:
-    assert order("key_aaaaaaaaaaaa") == order("key_aaaaaaaaaaaa")
+    """A caller's order of two tasks depends on those tasks alone: not on where the queue holds
+    them, nor on which other tasks it holds (a caller that asks again after the queue moved sees
+    the tasks it saw before in the same order). A shuffle, or an order by position, fails this."""
+    caller = "key_aaaaaaaaaaaa"
+    before = order(caller)
+    band = [t for t in QUEUE if t[1] == 5]
+    moved = [QUEUE[0], QUEUE[1], *reversed(band[5:]), *band[:5], QUEUE[-2], QUEUE[-1]]
+    assert moved != QUEUE and order(caller, moved) == before
+    fewer = [t for t in QUEUE if t[0] not in ("p-4", "p-17", "p-30")]
+    assert order(caller, fewer) == [t for t in before if t not in ("p-4", "p-17", "p-30")]
+    more = [*QUEUE[:20], ("p-99", 5), *QUEUE[20:]]
+    assert [t for t in order(caller, more) if t != "p-99"] == before
 
 
 def test_sixteen_callers_mostly_pick_different_tasks() -> None:

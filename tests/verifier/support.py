@@ -182,17 +182,21 @@ class Gate:
         out: dict[str, Any] = self.live.ok("GET", f"/api/tasks/{task_id}")
         return out
 
-    def verify(
-        self, *args: str, reviewer: bool = True, env: dict[str, str] | None = None, timeout: float = 120
-    ) -> subprocess.CompletedProcess[str]:
-        """`taskgate verify` in its own process, as a person or a service would run it."""
+    def verify_env(self, *, reviewer: bool = True) -> dict[str, str]:
+        """The environment `taskgate verify` runs with: this project's server and keys."""
         base = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
         base |= {"TASKGATE_SERVER": self.live.base, "TASKGATE_VERIFIER_KEY": self.verifier_key}
         if reviewer:
             base["TASKGATE_REVIEWER_KEY"] = self.reviewer_key
+        return base
+
+    def verify(
+        self, *args: str, reviewer: bool = True, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """`taskgate verify` in its own process, as a person or a service would run it."""
         return subprocess.run(
             [TASKGATE, "verify", *(args or ("--once", "--project", self.project, "--json"))],
-            env=base | (env or {}),
+            env=self.verify_env(reviewer=reviewer) | (env or {}),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import logging
-import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
@@ -19,7 +18,7 @@ from urllib.parse import unquote
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from taskgate import runtime
-from taskgate.api import access
+from taskgate.api import access, serial
 from taskgate.api.app import APP
 from taskgate.api.errors import JSON, proxy_response, refusal, status_and_body
 from taskgate.auth.resolve import principal
@@ -27,10 +26,6 @@ from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
 from taskgate.domain.principals import PRESENCE_HEADER, Principal, PrincipalKind, Via, via_claimed
 
 log = logging.getLogger("taskgate.api")
-
-# Powertools keeps the current event on the resolver class, so one request at a time per
-# process. Lambda sends one at a time anyway; `taskgate serve` runs handlers in worker threads.
-_lock = threading.Lock()
 
 
 def _jwt_claims(event: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -125,7 +120,7 @@ def _handle(raw_event: Mapping[str, Any], context: Any) -> dict[str, Any]:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    with _lock:
+    with serial.LOCK:  # one request at a time (api/serial.py)
         try:
             return _handle(event, context)
         except Exception:

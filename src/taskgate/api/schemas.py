@@ -9,12 +9,14 @@ get their own shapes so no hash (claim token, key) ever leaves the server.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain import limits
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, is_stale
 from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
@@ -193,6 +195,15 @@ class TaskOut(Out):
     flags: list[FlagOut] = Field(
         description="Flags of the current attempt only (earlier attempts keep theirs in attempts[])"
     )
+    conflicts_in_row: int = 0
+    verified_base: MergedBase | None = Field(
+        default=None, description="The base the task's verdict holds for (null: none, or the commit alone)"
+    )
+    verified_on: str | None = Field(default=None, description="verified_base in words")
+    stale: bool = Field(
+        default=False,
+        description="Verified on a base tip that is no longer the base branch's: re-verification is due",
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -200,9 +211,9 @@ class TaskOut(Out):
     version: int
 
     @classmethod
-    def of(cls, task: Task, verification_on: bool | None = None) -> TaskOut:
+    def of(cls, task: Task, verification_on: bool | None = None, base_tip: BaseTip | None = None) -> TaskOut:
         """`verification_on`: the project's switch, when read (an attempt's state says who its
-        submission waits for)."""
+        submission waits for); `base_tip`: the project's known base tip, when read (stale)."""
         # dependents is the cascade's own bookkeeping (a superset), not something to show
         data = task.model_dump(exclude={"claim", "dependents"})
         claim = task.claim.model_dump(exclude={"token_hash"}) if task.claim is not None else None
@@ -224,19 +235,28 @@ class TaskOut(Out):
             }
             for f in flags(task)
         ]
-        return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged})
+        base = task.verified_base
+        merged = {
+            "verified_on": held_for(base) if task.status is Status.VERIFIED and base is not None else None,
+            "stale": task.status is Status.VERIFIED
+            and base_tip is not None
+            and base is not None
+            and base.branch == base_tip.branch
+            and is_stale(base, base_tip.tip),
+        }
+        return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
 
 
 class TaskCreate(In):
-    title: str
-    description: str = ""
+    title: limits.Title
+    description: limits.Text = ""
     spec_id: str | None = None
-    spec_criteria: list[str] | None = None
-    criteria: list[CriterionInput] | None = None
-    blocked_by: list[str] | None = None
+    spec_criteria: Annotated[list[str] | None, Field(max_length=limits.CRITERIA)] = None
+    criteria: Annotated[list[CriterionInput] | None, Field(max_length=limits.CRITERIA)] = None
+    blocked_by: Annotated[list[str] | None, Field(max_length=limits.BLOCKERS)] = None
     priority: int = 0
     risk: Risk | None = None
-    verification_commands: list[str] | None = None
+    verification_commands: limits.Lines | None = None
     max_attempts: int | None = None
     request_id: str | None = Field(
         default=None,
@@ -276,19 +296,21 @@ class TaskPatch(In):
     """Only the fields given change. A task is edited only while nobody holds it (backlog,
     ready, blocked, needs_human); blocked_by may move it between ready and blocked."""
 
-    title: str | None = None
-    description: str | None = None
+    title: limits.Title | None = None
+    description: limits.Text | None = None
     priority: int | None = None
-    blocked_by: list[str] | None = Field(default=None, description="Replaces the list; [] clears it.")
-    criteria: list[CriterionInput] | None = Field(
-        default=None, description="Replaces the task's own criteria (renumbered)."
+    blocked_by: list[str] | None = Field(
+        default=None, description="Replaces the list; [] clears it.", max_length=limits.BLOCKERS
     )
-    spec_criteria: list[str] | None = None
-    verification_commands: list[str] | None = None
+    criteria: list[CriterionInput] | None = Field(
+        default=None, description="Replaces the task's own criteria (renumbered).", max_length=limits.CRITERIA
+    )
+    spec_criteria: Annotated[list[str] | None, Field(max_length=limits.CRITERIA)] = None
+    verification_commands: limits.Lines | None = None
 
 
 class NoteIn(In):
-    body: str
+    body: limits.NoteText
 
 
 class BatchAccept(In):
@@ -306,10 +328,14 @@ class Refusal(Out):
 class BatchResult(Out):
     accepted: list[TaskOut]
     refused: list[Refusal]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Said about accepted tasks: a verdict that was stale (the base branch moved since)",
+    )
 
 
 class ReopenIn(In):
-    findings: list[str] = Field(description="What the next attempt must fix; at least one.")
+    findings: limits.Lines = Field(description="What the next attempt must fix; at least one.")
 
 
 class CancelIn(In):
@@ -326,10 +352,10 @@ class ResolveIn(In):
 
 
 class SpecCreate(In):
-    title: str
-    body: str = ""
+    title: limits.Title
+    body: limits.Text = ""
     risk: Risk = Risk.LOW
-    criteria: list[CriterionInput]
+    criteria: Annotated[list[CriterionInput], Field(max_length=limits.CRITERIA)]
     request_id: str | None = Field(
         default=None,
         description="Optional id the client chooses (e.g. a UUID): a retry with the same id answers "
@@ -338,10 +364,10 @@ class SpecCreate(In):
 
 
 class SpecRevise(In):
-    title: str | None = None
-    body: str | None = None
+    title: limits.Title | None = None
+    body: limits.Text | None = None
     risk: Risk | None = None
-    criteria: list[CriterionInput] | None = None
+    criteria: Annotated[list[CriterionInput] | None, Field(max_length=limits.CRITERIA)] = None
 
 
 class SpecPage(Out):
@@ -363,8 +389,8 @@ class SpecMarkdown(Out):
 
 
 class DecisionIn(In):
-    title: str
-    body: str = ""
+    title: limits.Title
+    body: limits.Text = ""
     spec_id: str | None = None
     supersedes: str | None = Field(
         default=None, description="DEC-<n> this decision replaces; that one is marked superseded."
@@ -477,6 +503,13 @@ class ProjectQueue(Out):
     waiting: int = Field(description="Tasks a verifier could start on now")
     running: int = Field(description="Tasks with a verification run in progress")
     for_human: int = Field(description="Submitted tasks a human accepts directly (verification is off)")
+    repo: str = Field(default="", description="The project's repository")
+    base_branch: str | None = Field(
+        default=None, description="The base branch the config names, else the one last reported"
+    )
+    base_tip: str | None = Field(default=None, description="The base branch's tip as last reported")
+    merge: str | None = Field(default=None, description="The verifier config's merge setting")
+    stale: int = Field(default=0, description="Verified tasks to verify again on the moved base")
 
 
 class WaitingWork(Out):
@@ -484,6 +517,31 @@ class WaitingWork(Out):
     projects: list[ProjectQueue] = Field(
         description="What waits in each project asked about (every project the key covers with "
         "verification on, or with submitted work): why there may be nothing to start."
+    )
+    wait_s: float = Field(
+        default=0.0,
+        description="How long the server would wait for work before answering (the `wait` asked "
+        "for; 0 when none was). A verifier that sees it may ask again at once.",
+    )
+
+
+class BaseMovedIn(In):
+    """A base branch's new tip: from a verifier that read it, or a git host's push webhook (its
+    other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    ref: str = Field(min_length=1, max_length=300, description="refs/heads/<branch>, or <branch>")
+    after: str = Field(min_length=1, max_length=200, description="The branch's new tip (full commit id)")
+
+
+class BaseMoved(Out):
+    project: str
+    branch: str
+    tip: str
+    changed: bool = Field(description="The tip was new to the server")
+    ignored: str | None = Field(description="Why the push changed nothing (another branch), when it did not")
+    stale: list[str] = Field(
+        description="Verified tasks now stale, oldest first: the verifier re-verifies them"
     )
 
 
@@ -509,13 +567,20 @@ class RunWork(Out):
     criteria: list[Criterion]
     command_criteria_allowed: bool
     spec: RunSpec | None
+    reverify: bool = Field(
+        default=False, description="A verified task whose base branch moved: verified again on the new tip"
+    )
 
 
 class ReviewIn(In):
+    controls_allowed = True  # a reviewer's output, stored made plain (domain.text)
+
     results: dict[str, CriterionResult]
 
 
 class FinishIn(In):
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, CriterionResult] = Field(default_factory=dict)
     error: str | None = None
@@ -548,6 +613,16 @@ class FinishIn(In):
         description="What the submission changes against its baseline (the merge-base with the "
         "base branch): kept on the run, signed (its commit and a digest of the changed paths); a "
         "change to a protected path no human allowed holds the task for a person.",
+    )
+    base: MergedBase | None = Field(
+        default=None,
+        description="What the checks ran on: the submission merged (or rebased) onto this tip of "
+        "the base branch, and the merge's tree id; mode none: the commit alone. Signed with the run.",
+    )
+    conflict: MergeConflict | None = Field(
+        default=None,
+        description="The submission did not merge onto the base tip: nothing ran. The task goes "
+        "back to ready without using an attempt (send no checks, results, error or base with it).",
     )
 
 

@@ -25,6 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
             endpoint_url=args.endpoint_url,
             admin_name=args.admin_name,
             workers=max(1, args.workers),
+            port_file=Path(args.port_file) if args.port_file else None,
         )
     )
 
@@ -33,7 +34,8 @@ def register(sub: Any) -> None:
     s = sub.add_parser("serve", help="run MCP, REST API, board and sweeper in one process")
     s.add_argument("--data-dir", default=os.environ.get("TASKGATE_DATA_DIR", str(DEFAULT_DATA_DIR)))
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--port", type=int, default=8765, help="0: any free port (printed; see --port-file)")
+    s.add_argument("--port-file", default=None, help="write the port it listens on to this file")
     s.add_argument("--store", choices=["sqlite", "dynamodb"], default="sqlite")
     s.add_argument("--table", default=None, help="DynamoDB table (with --store dynamodb)")
     s.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint URL (e.g. DynamoDB Local)")
@@ -46,7 +48,6 @@ def register(sub: Any) -> None:
         "--workers",
         type=int,
         default=2,
-        help="worker threads for REST calls and for MCP tool calls that may wait (lists, batches; "
-        "with SQLite the agent's claim/heartbeat/submit calls run on the event loop) (default %(default)s)",
+        help="worker threads for REST calls, and as many again for MCP tool calls (default %(default)s)",
     )
     s.set_defaults(func=cmd_serve)

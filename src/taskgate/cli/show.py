@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskgate.domain.brief import CHECK_OUTPUT_CHARS, ITEM_TEXT_CHARS
+from taskgate.domain.merging import MergedBase, held_for
 from taskgate.domain.principals import VIA_SAID, Via
 from taskgate.domain.text import tail_lines
 
@@ -103,6 +104,9 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
         + (f", spec {t['spec_id']}" if t.get("spec_id") else "")
         + (f", blocked by {', '.join(t['blocked_by'])}" if t.get("blocked_by") else ""),
     ]
+    if t.get("verified_on"):
+        stale = " (stale: the base branch has moved since; re-verification is due)" if t.get("stale") else ""
+        out.append(f"  verified on {t['verified_on']}{stale}")
     if t.get("needs_human"):
         out.append(f"  waits for a human: {t['needs_human'].get('text') or t['needs_human']}")
     if t.get("claim"):
@@ -133,6 +137,8 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
             )
             out.append(
                 f"  {r['id']} attempt {r['attempt']} {r['commit_sha'][:12]}: {r['status']}"
+                + (" re-verification" if r.get("reverify") else "")
+                + (f" on {held_for(MergedBase.model_validate(r['base']))}" if r.get("base") else "")
                 + (f" ({checks})" if checks else "")
                 + (f" — {r['summary']}" if r.get("summary") else "")
             )

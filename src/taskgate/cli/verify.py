@@ -20,6 +20,16 @@ def _positive_seconds(value: str) -> float:
     return seconds
 
 
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number, not {value!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"--jobs takes 1 to 64, not {n}")
+    return n
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     import signal
 
@@ -28,8 +38,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from taskgate.verifier.sandbox import SandboxError
     from taskgate.verifier.worker import Worker, options_from_env
 
-    if args.task and (args.once or args.project):
-        raise SystemExit("taskgate verify: --task verifies one task; it goes without --once and --project")
+    if args.task and (args.once or args.project or args.jobs > 1):
+        raise SystemExit(
+            "taskgate verify: --task verifies one task; it goes without --once, --project and --jobs"
+        )
     if args.drain and (args.task or args.once):
         raise SystemExit(
             "taskgate verify: --drain verifies until the queue stays empty; it goes without --task and --once"
@@ -53,6 +65,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         json_lines=args.json,
         drain=args.drain,
         idle_exit_s=args.idle_exit if args.idle_exit is not None else 30.0,
+        jobs=args.jobs,
     )
     # A cloud verifier task's slot among its project's verifiers: its lease is renewed through
     # the table, with the task role's credentials, which are resolved here before they leave
@@ -62,6 +75,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         from taskgate.cloud.drain_lease import lease_from_env
 
         slot = lease_from_env(os.environ)
+    # The cloud's dependency cache: its client resolves the task role's credentials now, before
+    # they leave the environment.
+    from taskgate.verifier.cache_s3 import from_env as s3_cache
+
+    cache_store = s3_cache(os.environ)
     # The image this verifier runs in (the task definition sets it) is no secret, but it shares
     # the TASKGATE_ prefix that isolate() clears from the environment: keep it for the worker.
     image = os.environ.get(IMAGE_VAR)
@@ -70,7 +88,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (HardeningError, SandboxError) as exc:
         raise SystemExit(f"taskgate verify: {exc}") from None
     env = {**os.environ, **({IMAGE_VAR: image} if image else {})}
-    return Worker(dataclasses.replace(opts, sandbox=sandbox, slot=slot), env=env).main()
+    return Worker(
+        dataclasses.replace(opts, sandbox=sandbox, slot=slot, cache_store=cache_store), env=env
+    ).main()
 
 
 def register(sub: Any) -> None:
@@ -109,6 +129,13 @@ def register(sub: Any) -> None:
         help="with --drain: seconds without work before it exits (default 30)",
     )
     vf.add_argument("--json", action="store_true", help="print one JSON line per finished run")
+    vf.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        help="verifications at once, each in its own process, checkout, home and temp dir "
+        "(default %(default)s)",
+    )
     vf.add_argument(
         "--check-user",
         default=os.environ.get("TASKGATE_CHECK_USER") or None,

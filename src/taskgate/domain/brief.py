@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from taskgate.domain import merging
 from taskgate.domain.baseline import protect_globs
 from taskgate.domain.models import Criterion, Decision, Finding, Note, Project, Spec, Task
 from taskgate.domain.text import tail_lines
@@ -152,6 +153,9 @@ def build(
                 {"hidden_tests": hidden_tests_note(cfg.hidden_tests.reveal)}
                 if cfg and cfg.hidden_tests
                 else {}
+            ),
+            **merging.brief_lines(
+                cfg.merge if cfg else None, cfg.base_branch_choice() if cfg else None, task
             ),
         },
         "test_ref_rule": TEST_REF_RULE,

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Literal
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.merging import CONFLICTS_TO_NEEDS_HUMAN, conflicts_reason
 from taskgate.domain.models import AttemptEnding, FailureKind, NeedsHuman, Status, WhyHuman
 
 
@@ -37,6 +38,12 @@ class Action(StrEnum):
     VERIFY_ERROR = "verify_error"
     VERIFY_SPEC_ERROR = "verify_spec_error"
     VERIFY_HOLD = "verify_hold"
+    VERIFY_CONFLICT = "verify_conflict"
+    STALE_PASS = "stale_pass"
+    STALE_FAIL = "stale_fail"
+    STALE_BREAK = "stale_break"
+    STALE_CONFLICT = "stale_conflict"
+    STALE_ERROR = "stale_error"
     REOPEN = "reopen"
     BLOCKERS_DONE = "blockers_done"
     BLOCKERS_ADDED = "blockers_added"
@@ -115,6 +122,19 @@ _ROWS: list[Move] = [
     # it (reverify) or reopens the task with findings, which uses the attempt the hold left open.
     Move(S.NEEDS_VERIFICATION, A.VERIFY_HOLD, S.NEEDS_HUMAN, Who.SERVER),
     Move(S.NEEDS_HUMAN, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
+    # The submission does not merge onto the base branch's tip. The
+    # executor's to fix (rebase and submit again), so no attempt; the third in a row
+    # sends it to needs_human (see land).
+    Move(S.NEEDS_VERIFICATION, A.VERIFY_CONFLICT, S.READY, Who.SERVER),
+    # A verified task whose base moved is re-verified on the new tip by the server's verifier:
+    # still passing it stays verified; failing its own criteria uses an attempt; breaking only
+    # on what the base gained (other checks fail, its criteria pass) or no longer merging is
+    # not the executor's failure of its task, so no attempt. An error of that run changes nothing.
+    Move(S.VERIFIED, A.STALE_PASS, S.VERIFIED, Who.SERVER),
+    Move(S.VERIFIED, A.STALE_FAIL, S.READY, Who.SERVER, uses_attempt=True),
+    Move(S.VERIFIED, A.STALE_BREAK, S.READY, Who.SERVER),
+    Move(S.VERIFIED, A.STALE_CONFLICT, S.READY, Who.SERVER),
+    Move(S.VERIFIED, A.STALE_ERROR, S.VERIFIED, Who.SERVER),
     Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
@@ -147,6 +167,10 @@ ATTEMPT_ENDINGS: dict[Action, AttemptEnding] = {
     A.ESCALATE: AttemptEnding.ESCALATED,
     A.ACCEPT: AttemptEnding.ACCEPTED,
     A.VERIFY_FAIL: AttemptEnding.VERIFICATION_FAILED,
+    A.VERIFY_CONFLICT: AttemptEnding.MERGE_CONFLICT,
+    A.STALE_FAIL: AttemptEnding.VERIFICATION_FAILED,
+    A.STALE_BREAK: AttemptEnding.VERIFICATION_FAILED,
+    A.STALE_CONFLICT: AttemptEnding.MERGE_CONFLICT,
     A.REOPEN: AttemptEnding.REOPENED,
     A.REQUEUE: AttemptEnding.RESOLVED,
     A.BLOCK: AttemptEnding.RESOLVED,
@@ -154,6 +178,16 @@ ATTEMPT_ENDINGS: dict[Action, AttemptEnding] = {
     A.CANCEL: AttemptEnding.CANCELLED,
 }
 VERIFIER_ERRORS_TO_NEEDS_HUMAN = 3
+_CONFLICTS = (Action.VERIFY_CONFLICT, Action.STALE_CONFLICT)
+# A run that got through the merge: the conflicts are no longer "in a row".
+_MERGED = (
+    Action.VERIFY_PASS,
+    Action.VERIFY_FAIL,
+    Action.VERIFY_SPEC_ERROR,
+    Action.STALE_PASS,
+    Action.STALE_FAIL,
+    Action.STALE_BREAK,
+)
 
 
 _index: tuple[tuple[Move, ...], dict[tuple[Status | None, Action], list[Move]]] | None = None
@@ -253,6 +287,7 @@ class Outcome:
     attempts_used: int
     verifier_errors_in_row: int
     exhausted: bool = False
+    conflicts_in_row: int = 0
 
 
 def land(
@@ -262,22 +297,31 @@ def land(
     max_attempts: int,
     verifier_errors_in_row: int,
     spec_draft: bool = False,
+    conflicts_in_row: int = 0,
 ) -> Outcome:
     used = attempts_used + (1 if move.uses_attempt else 0)
     errors = verifier_errors_in_row + 1 if move.action is Action.VERIFY_ERROR else 0
     if move.action is Action.VERIFY_ERROR and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
-        return Outcome(Status.NEEDS_HUMAN, used, errors)
+        return Outcome(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts_in_row)
+    # Conflicts count until a run gets through the merge or a human steps in.
+    conflicts = conflicts_in_row
+    if move.action in _CONFLICTS:
+        conflicts += 1
+        if conflicts >= CONFLICTS_TO_NEEDS_HUMAN:
+            return Outcome(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts)
+    elif move.action in _MERGED or move.who is Who.HUMAN:
+        conflicts = 0
     # A move to ready that uses the last attempt, or that the system makes for a task whose
     # attempts are already used up (e.g. its last attempt ended in a dependency failure), goes to
     # needs_human: only a human puts such a task back in the queue.
     if _may_run_out(move) and used >= max_attempts:
-        return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True)
+        return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True, conflicts_in_row=conflicts)
     # Tasks wait in backlog while their spec is a draft: a move to ready under a draft
     # (a claim that ended after its spec was revised, a reopen or requeue under a draft) lands
     # there, as the revise cascade puts ready and blocked tasks; approval brings it back.
     if move.target is Status.READY and spec_draft:
-        return Outcome(Status.BACKLOG, used, errors)
-    return Outcome(move.target, used, errors)
+        return Outcome(Status.BACKLOG, used, errors, conflicts_in_row=conflicts)
+    return Outcome(move.target, used, errors, conflicts_in_row=conflicts)
 
 
 # What a move that used an attempt was, for the reason of a task whose attempts ran out.
@@ -286,6 +330,7 @@ _LAST_ENDED = {
     Action.EXPIRE: "lease expired",
     Action.FAIL_OTHER: "was reported failed",
     Action.REOPEN: "was reopened",
+    Action.STALE_FAIL: "failed re-verification on the moved base",
 }
 
 
@@ -338,6 +383,8 @@ def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") ->
     if move.action is Action.VERIFY_ERROR:
         last = f"; the last: {text}" if text else ""
         return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"
+    if move.action in _CONFLICTS:
+        return WhyHuman.MERGE_CONFLICTS, conflicts_reason(out.conflicts_in_row, text)
     if move.action is Action.ESCALATE:
         return WhyHuman.ESCALATED, f"escalated: {text}" if text else "escalated"
     if move.action in (Action.FAIL_SPEC_GAP, Action.FAIL_DESIGN_CONFLICT):

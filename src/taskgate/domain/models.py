@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 
 from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN, SUBMITTED_PATTERN
 from taskgate.domain.errors import invalid
+from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase
 from taskgate.domain.verifier_config import VerifierConfig
 
 PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
@@ -121,6 +122,7 @@ class Project(Record):
     verification_on: bool = False
     execution_defaults: ExecutionDefaults = Field(default_factory=ExecutionDefaults)
     verifier_config: VerifierConfig | None = None
+    base_tip: BaseTip | None = None  # the base branch's tip as last reported: older verdicts are stale
     created_by: str
     created_at: datetime
     version: int = 0
@@ -185,6 +187,8 @@ class AttemptEnding(StrEnum):
     REOPENED = "reopened"
     RESOLVED = "resolved"  # a human requeued, blocked or sent back a task stuck in needs_human
     CANCELLED = "cancelled"
+    # The submission did not merge onto the base: the executor's to fix, no attempt used.
+    MERGE_CONFLICT = "merge_conflict"
     # Written by earlier versions, which ended an attempt at submit; still read, never written.
     SUBMITTED = "submitted"
 
@@ -270,11 +274,14 @@ class WhyHuman(StrEnum):
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
     READS_GRADER = "reads_grader"  # the screen found code that reads or ends its grader
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
+    MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
+    # Its named tests pass only with the submission's own edits to them.
+    TESTS_EDITED = "tests_edited"
 
 
 # The reasons a gate rule holds a submission for a person (the verdict needs_human): a human
 # allows it and verifies again, or reopens the task with findings.
-RULE_HOLDS = frozenset({WhyHuman.HELD, WhyHuman.READS_GRADER})
+RULE_HOLDS = frozenset({WhyHuman.HELD, WhyHuman.TESTS_EDITED, WhyHuman.READS_GRADER})
 
 
 class NeedsHuman(Record):
@@ -341,6 +348,9 @@ class Task(Record):
     claim: Claim | None = None
     live_run: str | None = None
     verifier_errors_in_row: int = 0
+    conflicts_in_row: int = 0  # submissions in a row that did not merge onto the base
+    # The base the task's verdict holds for (set by a passing run; None: the commit alone)
+    verified_base: MergedBase | None = None
     needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
     # Protected paths a human allowed a submission to change: its runs do not hold it for them.
     allowed: AllowedChange | None = None
@@ -446,7 +456,9 @@ class Credential(Record):
         return not self.projects or project in self.projects
 
 
-RunStatus = Literal["running", "passed", "failed", "error", "spec_error", "needs_human", "superseded"]
+RunStatus = Literal[
+    "running", "passed", "failed", "error", "spec_error", "needs_human", "superseded", "conflict"
+]
 
 
 class VerificationRun(Record):
@@ -476,6 +488,11 @@ class VerificationRun(Record):
     hidden_tests: dict[str, Any] | None = None
     # What the screen found in the lines the submission adds (domain/screen.py), for the human.
     screened: list[dict[str, Any]] = Field(default_factory=list)
+    # What the checks ran on (the submission merged onto a base tip), and a conflict instead
+    base: MergedBase | None = None
+    conflict: MergeConflict | None = None
+    # A run on a verified task whose base moved: it confirms the verdict on the new tip or undoes it
+    reverify: bool = False
     version: int = 0
 
 

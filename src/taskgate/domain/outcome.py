@@ -92,6 +92,18 @@ class EvidenceSource(BaseModel):
     ref: str = Field(max_length=4000)
 
 
+class Restored(BaseModel):
+    """A test criterion judged by the baseline's version of its test files: the submission
+    changed test files that exist at the baseline, so the check ran a second time with them
+    restored and the criterion's evidence is that second run's. This is the first run's."""
+
+    model_config = ConfigDict(extra="forbid")
+    files: list[str] = Field(max_length=200)  # the test files restored from the baseline
+    submitted: Evidence  # the criterion's evidence with the submission's own test files
+    submitted_detail: str = Field(default="", max_length=20_000)
+    diff: str = Field(default="", max_length=20_200)  # the restored files' diff, capped
+
+
 class CriterionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     result: Evidence
@@ -101,6 +113,8 @@ class CriterionResult(BaseModel):
     # A failing test criterion's failing tests (the first few of a group), each with its own
     # message from the report.
     failures: list[FailedTest] = Field(default_factory=list, max_length=50)
+    # Set when the evidence comes from a second run on the baseline's test files.
+    restored: Restored | None = None
 
 
 class ScreenHit(BaseModel):
@@ -157,7 +171,9 @@ class Outcome:
     # NEEDS_HUMAN: the protected paths the submission changes, and their diff.
     held: list[str] = field(default_factory=list)
     diff: str = ""
-    # NEEDS_HUMAN: which rule gives it to a person (HELD wins over READS_GRADER).
+    # NEEDS_HUMAN: the test criteria that pass only with the submission's edits to their tests.
+    edited: list[str] = field(default_factory=list)
+    # NEEDS_HUMAN: which rule gives it to a person (HELD or TESTS_EDITED win over READS_GRADER).
     why_human: WhyHuman | None = None
 
 
@@ -343,6 +359,7 @@ def _decide(
             rationale=r.rationale if r is not None else None,
             source=r.source if r is not None else None,
             failures=r.failures if r is not None and evidence is r.result else [],
+            restored=r.restored if r is not None and c.kind is CriterionKind.TEST else None,
         )
         if evidence is not Evidence.PASS:
             failed.append(
@@ -389,6 +406,21 @@ def _decide(
             held=held,
             diff=diff,
             why_human=WhyHuman.HELD,
+        )
+    edited = edited_tests(criteria, counted)
+    if edited:
+        # Passing only with the submission's own edits to its test is no evidence either way.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            edited_reason(edited, counted),
+            findings,
+            [],
+            counted,
+            failed,
+            failed_checks,
+            diff=edited_diff(edited, counted),
+            edited=edited,
+            why_human=WhyHuman.TESTS_EDITED,
         )
     if not failing_checks and not failed and not hidden_count:
         return Outcome(
@@ -474,6 +506,45 @@ def held_paths(
 def held_reason(held: Sequence[str]) -> str:
     """The reason a run holds a submission for a person, naming the paths."""
     return "the submission changes protected paths: " + ", ".join(held)
+
+
+def edited_tests(criteria: list[Criterion], counted: Mapping[str, CriterionResult]) -> list[str]:
+    """The test criteria that passed with the submission's own test files and do not pass with
+    the baseline's version of them."""
+    out = []
+    for c in criteria:
+        r = counted.get(c.id)
+        if (
+            c.kind is CriterionKind.TEST
+            and r is not None
+            and r.restored is not None
+            and r.restored.submitted is Evidence.PASS
+            and r.result is not Evidence.PASS
+        ):
+            out.append(c.id)
+    return out
+
+
+def edited_reason(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:
+    """The reason a run holds a submission whose named tests pass only as it edited them."""
+    parts = []
+    for cid in edited:
+        r = counted[cid]
+        assert r.restored is not None
+        parts.append(
+            f"{cid} passes with the submission's test files and not with the baseline's "
+            f"({', '.join(r.restored.files)}): {r.result.value}"
+        )
+    return "the submission's edits to its named tests are what make them pass: " + "; ".join(parts)
+
+
+def edited_diff(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:
+    """The diff of the restored test files (every criterion of a run restores the same ones)."""
+    for cid in edited:
+        r = counted[cid]
+        if r.restored is not None and r.restored.diff:
+            return r.restored.diff
+    return ""
 
 
 def _line(f: FailedCriterion) -> str:

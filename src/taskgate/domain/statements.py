@@ -34,6 +34,7 @@ RESULTS = {
     "error": "WARNED",
     "spec_error": "WARNED",
     "needs_human": "WARNED",  # decided nothing about the code: a person does
+    "conflict": "FAILED",  # the submission did not merge onto the base: nothing ran
 }
 
 # Our own verifiedLevels (VSA v1: custom values must not start with "SLSA_").

@@ -5,15 +5,26 @@ that has no UTF-8 form, so nothing can ever serialise it again: stored, it would
 answer that includes it. `CheckedText` is the pydantic mixin all input models use (REST bodies,
 MCP tool arguments, criteria); it refuses such text anywhere in the input, nested or as a key,
 before any service runs. The store refuses it too (store.port.Unencodable), as a last net.
+
+It refuses control characters too (NUL, C0 and C1 controls, DEL; tab and newline are text):
+what an agent writes is shown on a human's terminal and board, where an escape sequence or a
+carriage return could rewrite what the human reads (a title that erases its own line). Output
+a check printed is the one input that holds them legitimately: the verifier sends it as is and
+the service stores it made plain (`plain`), so its models opt out (`controls_allowed`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, model_validator
 from pydantic_core import PydanticCustomError, to_json
+
+# Every C0 or C1 control character but newline and tab (DEL too).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# The same characters in JSON as pydantic_core encodes it (see `control_character`).
+_ENCODED_CONTROL = re.compile(rb"\\(?:u00[01]|[bfr])|\x7f|\xc2[\x80-\x9f]")
 
 # Every code point in the surrogate block: a str holding one cannot be encoded as UTF-8
 # (a well-formed pair in JSON decodes to one astral character, never to two surrogates).
@@ -61,8 +72,46 @@ def encodable(value: Any) -> None:
         raise UnencodableText(f"{where}: text that is not valid Unicode (a lone UTF-16 surrogate)")
 
 
+def control_character(value: Any, path: str = "") -> str | None:
+    """The path of the first string (or key) in `value` holding a control character other than
+    tab and newline, else None."""
+    if not path:
+        # Nearly always there is none: encoded as JSON in one native call, such a character is
+        # either escaped (\u0000-\u001f but tab and newline; \b \f \r) or DEL or a C1 control
+        # as they are. Only a match (or a value that cannot be encoded) walks it to say where;
+        # an escaped backslash followed by one of those letters matches too, and the walk
+        # finds nothing there.
+        try:
+            if _ENCODED_CONTROL.search(to_json(value)) is None:
+                return None
+        except ValueError:
+            pass
+    if isinstance(value, str):
+        return path or "(text)" if _CONTROLS.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and _CONTROLS.search(key):
+                return f"{path}.<key>" if path else "<key>"
+            found = control_character(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = control_character(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+CONTROL_MESSAGE = "text may not hold control characters (only tab and newline)"
+
+
 class CheckedText(BaseModel):
-    """Mixin for input models: refuse text that is not valid Unicode anywhere in the input."""
+    """Mixin for input models: refuse text that is not valid Unicode, or that holds a control
+    character other than tab and newline, anywhere in the input."""
+
+    # True only for the models of a check's own output (see the module's note).
+    controls_allowed: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
@@ -74,6 +123,12 @@ class CheckedText(BaseModel):
                 "{where}: text must be valid Unicode (it holds a lone UTF-16 surrogate)",
                 {"where": where},
             )
+        if not cls.controls_allowed:
+            where = control_character(data)
+            if where is not None:
+                raise PydanticCustomError(
+                    "control_character", "{where}: " + CONTROL_MESSAGE, {"where": where}
+                )
         return data
 
 
@@ -94,8 +149,6 @@ _ESCAPES = re.compile(
 # A carriage return that is not a line end: a progress bar redrawing its line. Only what comes
 # after the last one is what a terminal would show.
 _REDRAWN = re.compile(r"[^\n\r]*\r(?=[^\r\n])")
-# Every other C0 or C1 control character but newline and tab (DEL too).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 # How much of a command's output travels and is kept: its end, this many characters. The verifier
 # sends no more and the server stores no more, so both cut at the same place.

@@ -43,11 +43,56 @@ class ReportSpec(BaseModel):
         return v
 
 
+def _inside(v: str, what: str) -> str:
+    parts = v.split("/")
+    if v.startswith(("/", "~")) or "\\" in v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{what} {v!r} must be a relative path inside the checkout (no '.', '..' or '//')")
+    if parts[0] == ".git":
+        raise ValueError(f"{what} {v!r} is inside .git")
+    return v
+
+
+class CacheSpec(BaseModel):
+    """A dependency cache for one check: the files whose contents key it, and the paths it
+    restores. Written only from the check run on the base branch (verifier/cache.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: list[str] = Field(min_length=1, max_length=20)
+    paths: list[str] = Field(min_length=1, max_length=10)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            if not 1 <= len(pattern) <= 200:
+                raise ValueError("a cache key pattern has 1 to 200 characters")
+            _inside(pattern, "cache key pattern")
+        return v
+
+    @field_validator("paths")
+    @classmethod
+    def _paths(cls, v: list[str]) -> list[str]:
+        for path in v:
+            if not 1 <= len(path) <= 200:
+                raise ValueError("a cache path has 1 to 200 characters")
+            _inside(path, "cache path")
+            if any(c in path for c in "*?[]"):
+                raise ValueError(f"cache path {path!r} is a path, not a pattern")
+        for a in v:
+            for b in v:
+                if a != b and b.startswith(a + "/"):
+                    raise ValueError(f"cache paths {a!r} and {b!r} overlap")
+        if len(set(v)) != len(v):
+            raise ValueError("cache paths must differ")
+        return v
+
+
 class CheckSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str = Field(min_length=1, max_length=4000)
     report: ReportSpec | None = None
     timeout_minutes: float | None = Field(default=None, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
+    cache: CacheSpec | None = None
 
 
 class ReviewerSpec(BaseModel):
@@ -56,7 +101,7 @@ class ReviewerSpec(BaseModel):
     base_branch: str = Field(default="main", min_length=1, max_length=200)
 
 
-def _inside(v: str, what: str) -> str:
+def _inside_hidden(v: str, what: str) -> str:
     parts = v.replace("\\", "/").split("/")
     if v.startswith(("/", "~")) or ".." in parts:
         raise ValueError(f"{what} must be relative and stay inside the checkout")
@@ -80,7 +125,7 @@ class HiddenTests(BaseModel):
     @field_validator("into")
     @classmethod
     def _into(cls, v: str) -> str:
-        v = _inside(v, "hidden_tests.into").strip("/")
+        v = _inside_hidden(v, "hidden_tests.into").strip("/")
         if not v or v == "." or v.split("/")[0] == ".git":
             raise ValueError("hidden_tests.into must name a directory inside the checkout (not . or .git)")
         return v
@@ -106,6 +151,13 @@ class VerifierConfig(BaseModel):
     # None applies baseline.DEFAULT_PROTECT (the test harness of pytest and the JavaScript
     # runners); [] switches protection off.
     protect: list[str] | None = Field(default=None, max_length=200)
+
+    # What the checks run on: the submission merged onto the base branch's tip ("merge"), rebased
+    # onto it ("rebase"), or the commit alone ("none"). None: "merge" when the repository has
+    # the base branch, else the commit alone.
+    merge: Literal["merge", "rebase", "none"] | None = None
+    # False: a verified task whose base has moved is not accepted until it is re-verified.
+    accept_stale: bool = True
 
     hidden_tests: HiddenTests | None = None
     # path glob -> screen rule ids (domain/screen.py RULES) or "*": code a human allowed there.

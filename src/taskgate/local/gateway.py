@@ -11,9 +11,11 @@ measures a bare server that way)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -21,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from taskgate.local.board import Board
 from taskgate.local.events import from_response, to_event
 from taskgate.local.signin import SignIn
+from taskgate.service.wakeups import Signal
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -30,6 +33,12 @@ MAX_BODY = 1024 * 1024
 # (bench/mcp_rate.py compares worker counts). Two keep one slow call from blocking all.
 DEFAULT_WORKERS = 2  # the MCP and REST handlers enforce the same bound; this keeps memory flat
 WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
+WORK_PATH = "/api/verifier/work"
+# Requests whose work grows with a project (an audit reads every task's history and statements,
+# ~0.6 ms a task: seconds for a large project) run in a lane of their own, one at a time, so
+# they never take the workers every other request waits for.
+LONG_REQUESTS = re.compile(r"/api/projects/[^/]+/audit")
+LONG_WORKERS = 1
 
 
 class LambdaContext:
@@ -49,6 +58,29 @@ class LambdaContext:
 
 def _is_mcp(path: str) -> bool:
     return path == "/mcp" or path.startswith("/mcp/")
+
+
+def _wait_asked(query: bytes) -> float:
+    """The `wait` of a work request, when it is a number (the handler refuses any other, and
+    one out of range)."""
+    for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+        if name == "wait":
+            try:
+                wait = float(value)
+            except ValueError:
+                return 0.0
+            return wait if 0 < wait < float("inf") else 0.0
+    return 0.0
+
+
+def _no_work(response: dict[str, Any]) -> bool:
+    if response.get("statusCode") != 200 or response.get("isBase64Encoded"):
+        return False
+    try:
+        body = json.loads(response.get("body") or "")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("items") == []
 
 
 def _mcp_handler() -> Handler:
@@ -73,6 +105,7 @@ class Gateway:
         workers: int = DEFAULT_WORKERS,
         sign_in: SignIn | None = None,
         mcp_app: ASGIApp | None = None,
+        wakeups: Signal | None = None,
     ) -> None:
         self.workers = workers
         self.web_root = web_root
@@ -81,10 +114,19 @@ class Gateway:
         self._handlers: dict[str, Handler] = dict(handlers or {})  # "mcp"/"api" -> handler; else imported
         self._context = LambdaContext()
         self._capacity: anyio.CapacityLimiter | None = None
+        self._long_capacity: anyio.CapacityLimiter | None = None
         self.mcp_app = mcp_app
+        # The signal the store's commits raise (serve.py): a verifier's work request that asks to
+        # wait is answered by the handler at once, and waits here, between two answers, holding
+        # neither a worker nor the REST handler's lock (one request at a time, api/handler.py).
+        self.wakeups = wakeups
 
-    def _limiter(self) -> anyio.CapacityLimiter:
+    def _limiter(self, path: str) -> anyio.CapacityLimiter:
         # Created lazily: a limiter belongs to the event loop that first uses it.
+        if LONG_REQUESTS.fullmatch(path):
+            if self._long_capacity is None:
+                self._long_capacity = anyio.CapacityLimiter(LONG_WORKERS)
+            return self._long_capacity
         if self._capacity is None:
             self._capacity = anyio.CapacityLimiter(self.workers)
         return self._capacity
@@ -155,10 +197,32 @@ class Gateway:
         )
         if board is not None:  # api/handler.py: the request came from the board's sign-in
             event["requestContext"]["authorizer"] = {"local": {"board": True}}
-        response = await anyio.to_thread.run_sync(handler, event, self._context, limiter=self._limiter())
+        wait_s = _wait_asked(scope.get("query_string", b"")) if path == WORK_PATH else 0.0
+        if self.wakeups is not None and wait_s > 0:
+            response = await self._work_when_ready(handler, event, self.wakeups, wait_s)
+        else:
+            response = await anyio.to_thread.run_sync(
+                handler, event, self._context, limiter=self._limiter(path)
+            )
         status, headers, payload = from_response(response)
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
+
+    async def _work_when_ready(
+        self, handler: Handler, event: dict[str, Any], wakeups: Signal, wait_s: float
+    ) -> dict[str, Any]:
+        """Ask the handler; while it has nothing to start and the wait lasts, wait for a commit
+        that may bring some and ask again. A refusal (a bad `wait` included) is the answer."""
+        deadline = anyio.current_time() + wait_s
+        while True:
+            seen = wakeups.generation()
+            response = await anyio.to_thread.run_sync(
+                handler, event, self._context, limiter=self._limiter(WORK_PATH)
+            )
+            left = deadline - anyio.current_time()
+            if left <= 0 or not _no_work(response) or wakeups.closed:
+                return response
+            await wakeups.wait_async(seen, left)
 
     async def _send(self, send: Send, status: int, body: dict[str, Any]) -> None:
         payload = json.dumps(body).encode()

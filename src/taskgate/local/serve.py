@@ -6,10 +6,12 @@ import gc
 import logging
 import os
 import signal
+import socket
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, cast
 
 from taskgate.service import secrets
@@ -33,6 +35,8 @@ class ServeOptions:
     endpoint_url: str | None = None
     admin_name: str = "admin"
     workers: int = 2
+    # Where to write the port the server bound (useful with port 0: the system picks a free one).
+    port_file: Path | None = None
 
 
 def admin_token(data_dir: Path) -> tuple[str, Path]:
@@ -129,6 +133,30 @@ def _body_timeout_s() -> float:
     return value
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts: with port 0 the system picks a
+    free port and this process holds it from then on, so no other process can take it between
+    choosing and serving (as one that probes for a free port and lets it go would allow)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        # Listening at once: a client that read the port file is queued until uvicorn accepts.
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(f"taskgate serve: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def write_port_file(path: Path, port: int) -> None:
+    """The bound port, written whole (a reader polling for the file never sees half of it)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(f"{port}\n")
+    os.replace(partial, path)
+
+
 def serve(options: ServeOptions) -> None:
     import uvicorn
 
@@ -140,10 +168,15 @@ def serve(options: ServeOptions) -> None:
     from taskgate.mcp.app import build_app
     from taskgate.service import key_cache
     from taskgate.service.sweeper import sweep
+    from taskgate.service.wakeups import Signal
     from taskgate.store.sqlite import SQLiteStore
 
+    sock = bind(options.host, options.port)
+    options = replace(options, port=int(sock.getsockname()[1]))
     token, token_path = configure(options)
     ctx = runtime.context()  # opens (and migrates) the store before the first request
+    # Every write goes through this process: its commits wake the verifiers waiting for work.
+    wakeups = ctx.wakeups = Signal()
     if isinstance(ctx.store, SQLiteStore):
         # Every revocation goes through this process (its REST API and board): a key cache can
         # be exact here (service/key_cache.py). Not with DynamoDB, which other processes share.
@@ -155,7 +188,7 @@ def serve(options: ServeOptions) -> None:
     if swept.expired or swept.cascaded:
         log.warning("on start: %d leases expired, %d tasks repaired", len(swept.expired), len(swept.cascaded))
     sign_in = SignIn(token)
-    gateway = Gateway(workers=options.workers, sign_in=sign_in, mcp_app=build_app())
+    gateway = Gateway(workers=options.workers, sign_in=sign_in, mcp_app=build_app(), wakeups=wakeups)
     gateway.warm()
     sweeper = Sweeper()
     sweeper.start()
@@ -172,6 +205,8 @@ def serve(options: ServeOptions) -> None:
     print(f"  REST API:    {base}/api  (docs: {base}/api/docs)", flush=True)
     print(f"  admin token: {token_path}", flush=True)
     print(f"  store:       {options.store} {os.environ.get('TASKGATE_DB') or options.table}", flush=True)
+    if options.port_file is not None:
+        write_port_file(options.port_file, options.port)
     config = uvicorn.Config(
         BodyDeadline(cast("ASGIApp", gateway), seconds=_body_timeout_s(), max_bytes=MAX_BODY),
         host=options.host,
@@ -189,9 +224,16 @@ def serve(options: ServeOptions) -> None:
     # that every request's garbage triggers no longer walk it again.
     gc.collect()
     gc.freeze()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            wakeups.close()  # waiting work requests answer now, not when their wait ends
+            super().handle_exit(sig, frame)
+
     try:
-        uvicorn.Server(config).run()
+        Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         sweeper.stopped.set()
         sweeper.join(timeout=5)
         ctx.store.close()

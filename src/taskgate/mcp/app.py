@@ -37,7 +37,9 @@ SUPPORTED_VERSIONS = (LEGACY_VERSION, "2026-07-28")
 # Handshake versions the SDK would still negotiate, older than this server speaks: refused here.
 OLDER_VERSIONS = frozenset(HANDSHAKE_PROTOCOL_VERSIONS) - set(SUPPORTED_VERSIONS)
 VERSION_HEADER = "mcp-protocol-version"
+_VERSION_KEY = VERSION_HEADER.encode()
 INVALID_REQUEST = -32600
+_SHOWN_VERSION = 40  # characters of an unsupported version echoed back (one may be 10 KB)
 
 
 @lru_cache(maxsize=8)
@@ -66,7 +68,9 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def check_request(headers: Mapping[str, str], body: bytes) -> tuple[JSONResponse | None, bytes]:
+def check_request(
+    headers: Mapping[str, str], body: bytes, versions_sent: int = 1
+) -> tuple[JSONResponse | None, bytes]:
     """What the SDK would let through that this server refuses, before it runs: a request id
     that is not a string or integer (the SDK took such a message for a notification, answered
     202 and dropped it), and protocol versions older than 2025-11-25, or no version at all.
@@ -77,7 +81,10 @@ def check_request(headers: Mapping[str, str], body: bytes) -> tuple[JSONResponse
     the header is refused with 400, as an unsupported version must be. `initialize` carries
     its version in the body instead: an older one is answered with 2025-11-25 (the spec's
     negotiation: the server offers a version it supports, and the client decides), by handing
-    the SDK the request as if it had asked for that. Returns a refusal, or the body to serve."""
+    the SDK the request as if it had asked for that. A version this server does not speak (an
+    older one, a future one, garbage, empty) is refused the same way, and so is the header sent
+    more than once (`versions_sent`): which copy counts would otherwise depend on their order.
+    Returns a refusal, or the body to serve."""
     try:
         message = from_json(body) if body else None
     except ValueError:
@@ -99,11 +106,17 @@ def check_request(headers: Mapping[str, str], body: bytes) -> tuple[JSONResponse
             f"missing the MCP-Protocol-Version header; this server speaks {supported}",
             supported=list(SUPPORTED_VERSIONS),
         ), body
-    if version in OLDER_VERSIONS:
+    if versions_sent > 1:
         return _rpc_error(
-            f"unsupported MCP-Protocol-Version {version}; this server speaks {supported}",
+            f"the MCP-Protocol-Version header was sent {versions_sent} times; send it once ({supported})",
             supported=list(SUPPORTED_VERSIONS),
-            requested=version,
+        ), body
+    if version not in SUPPORTED_VERSIONS:
+        shown = version if len(version) <= _SHOWN_VERSION else version[:_SHOWN_VERSION] + "…"
+        return _rpc_error(
+            f"unsupported MCP-Protocol-Version {shown!r}; this server speaks {supported}",
+            supported=list(SUPPORTED_VERSIONS),
+            requested=shown,
         ), body
     return None, body
 
@@ -222,7 +235,8 @@ class AgentAuth:
             refusal = TaskgateError(ErrorCode.VALIDATION, f"request body over {MAX_BODY_BYTES} bytes")
             await _error(refusal, 413)(scope, receive, send)
             return
-        refused, body = check_request(headers, body)
+        sent = sum(1 for k, _ in scope["headers"] if k.lower() == _VERSION_KEY)
+        refused, body = check_request(headers, body, sent)
         if refused is not None:
             await refused(scope, receive, send)
             return

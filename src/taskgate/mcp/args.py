@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from taskgate.domain.ids import DECISION_ID_RE, SPEC_ID_RE, TASK_ID_RE
+from taskgate.domain.limits import Lines, Text, Title
 from taskgate.domain.models import PROJECT_NAME_RE
 from taskgate.service.requests import REQUEST_ID_RE
 
@@ -54,9 +55,8 @@ OnBehalfOf = Annotated[
         max_length=100,
     ),
 ]
-Text = Annotated[str, Field(max_length=100_000)]
-ShortText = Annotated[str, Field(max_length=500)]
-Lines = Annotated[list[Annotated[str, Field(max_length=10_000)]], Field(max_length=200)]
+ShortText = Title
+__all__ = ["Lines", "Text"]  # the tools import them from here with the other argument types
 RequestId = Annotated[
     str | None,
     Field(

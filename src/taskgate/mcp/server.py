@@ -186,15 +186,14 @@ def _tool(d: ToolDef) -> Tool:
 
 
 def _runner(d: ToolDef) -> Callable[..., Awaitable[Any]]:
-    """The tool as a coroutine: its blocking body runs where workers.call puts it (inline when
-    bounded on a local store, else in a worker thread bounded per event loop). The SDK would run
-    a plain function in a thread too, but through anyio's default limiter (40 threads), which is
-    no bound for store work that queues on the GIL."""
-    fn, bounded = d.fn, d.bounded
+    """The tool as a coroutine: its blocking body runs in a worker thread (workers.run), a few
+    per event loop. The SDK would run a plain function in a thread too, but through anyio's
+    default limiter (40 threads), which is no bound for store work that queues on the GIL."""
+    fn = d.fn
 
     @functools.wraps(fn)  # the SDK reads the schema from the wrapped signature
     async def tool(**arguments: Any) -> CallToolResult:
-        return answer(await workers.call(fn, bounded, **arguments))
+        return answer(await workers.run(fn, **arguments))
 
     return tool
 

@@ -31,7 +31,7 @@ def _work_next(lease_minutes: int) -> str:
     )
 
 
-@tool("Claim a task", bounded=True)
+@tool("Claim a task")
 def claim_task(
     project: Annotated[
         ProjectName | None,
@@ -93,7 +93,7 @@ def claim_task(
     )
 
 
-@tool("Heartbeat", idempotent=True, bounded=True)
+@tool("Heartbeat", idempotent=True)
 def heartbeat(
     task_id: TaskId,
     claim_token: ClaimToken,
@@ -118,7 +118,7 @@ def heartbeat(
     )
 
 
-@tool("Release a task", bounded=True)
+@tool("Release a task")
 def release_task(
     task_id: TaskId,
     claim_token: ClaimToken,
@@ -133,7 +133,7 @@ def release_task(
     return views.TaskMoved(task=views.summary(task), next=STOPPED)
 
 
-@tool("Report a failure", bounded=True)
+@tool("Report a failure")
 def report_failure(
     task_id: TaskId,
     claim_token: ClaimToken,
@@ -173,7 +173,7 @@ def report_failure(
     return views.TaskMoved(task=views.summary(task), next=STOPPED)
 
 
-@tool("Escalate to a human", bounded=True)
+@tool("Escalate to a human")
 def escalate(
     task_id: TaskId,
     claim_token: ClaimToken,
@@ -193,7 +193,7 @@ def escalate(
     return views.TaskMoved(task=views.summary(task), next=STOPPED)
 
 
-@tool("Submit finished work", bounded=True)
+@tool("Submit finished work")
 def submit_task(
     task_id: TaskId,
     claim_token: ClaimToken,

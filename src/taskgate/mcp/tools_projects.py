@@ -27,7 +27,7 @@ def list_projects() -> views.ProjectList:
     return views.ProjectList(projects=[views.project(p) for p in projects.list_all(ctx, who())])
 
 
-@tool("Get a project", read_only=True, bounded=True)
+@tool("Get a project", read_only=True)
 def get_project(project: ProjectName) -> views.ProjectView:
     """Read one project's settings: repo, max attempts, default lease in minutes, whether
     verification is on, the verifier's check names, and the execution defaults (verification

@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from taskgate import runtime
+from taskgate.domain import limits
 from taskgate.domain.models import CriterionInput, Risk, Spec
 from taskgate.mcp import views
 from taskgate.mcp.args import AgentId, OnBehalfOf, ProjectName, RequestId, ShortText, SpecId, Text
@@ -22,7 +23,7 @@ Criteria = Annotated[
         "'api > health > returns 200'); 'command': verify_ref is a shell command that must exit 0; "
         "'review' (default): judged by a reviewer from the text, no verify_ref.",
         min_length=1,
-        max_length=100,
+        max_length=limits.CRITERIA,
     ),
 ]
 RiskArg = Annotated[
@@ -76,7 +77,10 @@ def update_spec(
     ] = None,
     criteria: Annotated[
         list[CriterionInput] | None,
-        Field(description="Replaces all criteria (renumbered AC-<n>.1...); omit to keep.", max_length=100),
+        Field(
+            description="Replaces all criteria (renumbered AC-<n>.1...); omit to keep.",
+            max_length=limits.CRITERIA,
+        ),
     ] = None,
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
@@ -104,7 +108,7 @@ def approve_spec(
     return views.SpecApproved(spec=spec, tasks_moved=moved)
 
 
-@tool("Get a spec", read_only=True, bounded=True)
+@tool("Get a spec", read_only=True)
 def get_spec(project: ProjectName, spec_id: SpecId) -> Spec:
     """Read one spec: title, body, risk, status (draft or approved) and its acceptance criteria."""
     return specs.get(runtime.context(), who(), project, spec_id)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from taskgate import runtime
+from taskgate.domain import limits
 from taskgate.domain.errors import invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import CriterionInput, Risk, Status
@@ -35,7 +36,7 @@ OwnCriteria = Annotated[
         description="The task's own acceptance criteria, each {text, kind, verify_ref} (kind 'test': "
         "verify_ref names a test or group in the report; 'command': a shell command that must exit 0; "
         "'review': judged from the text). Needed when the task has no spec_id.",
-        max_length=100,
+        max_length=limits.CRITERIA,
     ),
 ]
 SpecCriteria = Annotated[
@@ -43,7 +44,7 @@ SpecCriteria = Annotated[
     Field(
         description="Ids of the spec's criteria this task delivers, e.g. ['AC-3.1', 'AC-3.2']. Attach a "
         "test or command criterion only to the task that completes it.",
-        max_length=100,
+        max_length=limits.CRITERIA,
     ),
 ]
 Priority = Annotated[
@@ -65,7 +66,8 @@ def create_task(
     spec_criteria: SpecCriteria = None,
     criteria: OwnCriteria = None,
     blocked_by: Annotated[
-        list[TaskId] | None, Field(description="Tasks that must be done before this one can start.")
+        list[TaskId] | None,
+        Field(description="Tasks that must be done before this one can start.", max_length=limits.BLOCKERS),
     ] = None,
     priority: Priority = 0,
     risk: Annotated[
@@ -128,7 +130,7 @@ def update_task(
         Field(
             description="Replaces the task's own acceptance criteria, each {text, kind, verify_ref}."
             + FIXED_CRITERIA,
-            max_length=100,
+            max_length=limits.CRITERIA,
         ),
     ] = None,
     spec_criteria: Annotated[
@@ -136,7 +138,7 @@ def update_task(
         Field(
             description="Replaces which of its spec's criteria the task holds, e.g. ['AC-3.1']."
             + FIXED_CRITERIA,
-            max_length=100,
+            max_length=limits.CRITERIA,
         ),
     ] = None,
     verification_commands: Annotated[
@@ -148,7 +150,7 @@ def update_task(
             description="Tasks this one waits for. With status 'blocked': what a needs_human task "
             "now waits for. Without status: replaces the task's blockers (a ready task given an "
             "unfinished one becomes blocked).",
-            max_length=100,
+            max_length=limits.BLOCKERS,
         ),
     ] = None,
     status: Annotated[
@@ -292,7 +294,7 @@ def list_tasks(
     return views.TaskList(tasks=[views.summary(t) for t in found], cursor=next_cursor)
 
 
-@tool("Get next tasks", read_only=True, bounded=True)
+@tool("Get next tasks", read_only=True)
 def get_next_tasks(
     project: ProjectName,
     limit: Annotated[int, Field(description="How many (1-50).", ge=1, le=50)] = 5,
@@ -309,7 +311,7 @@ def get_next_tasks(
     )
 
 
-@tool("Get a task brief", read_only=True, bounded=True)
+@tool("Get a task brief", read_only=True)
 def get_task_brief(task_id: TaskId) -> views.Brief:
     """The whole working contract for one task in under about 2,000 tokens: the task, its spec,
     acceptance criteria, conventions, verification commands, what the verifier will run, the
@@ -323,7 +325,11 @@ def add_note(
     task_id: TaskId,
     body: Annotated[
         str,
-        Field(description="The note (markdown, up to 20,000 characters).", min_length=1, max_length=20_000),
+        Field(
+            description="The note (markdown, up to 20,000 characters).",
+            min_length=1,
+            max_length=limits.NOTE_CHARS,
+        ),
     ],
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
@@ -360,4 +366,5 @@ def accept_tasks(
     return views.AcceptResult(
         accepted=[views.summary(t) for t in result.accepted],
         refused=[views.Refusal.model_validate(r) for r in result.refused],
+        warnings=result.warnings,
     )

@@ -220,6 +220,10 @@ class Refusal(View):
 class AcceptResult(View):
     accepted: list[TaskSummary]
     refused: list[Refusal]
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Said about accepted tasks: a verdict that was stale (the base branch moved since)",
+    )
 
 
 # -- builders ---------------------------------------------------------------------------------

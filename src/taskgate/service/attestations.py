@@ -108,6 +108,14 @@ def for_run(
         facts["hiddenTests"] = {"commit": h["commit"], "ran": h["ran"], "failed": h.get("failed_count", 0)}
     if run.screened:
         facts["screened"] = [{"path": h["path"], "line": h["line"], "rule": h["rule"]} for h in run.screened]
+    # The subject stays the submitted commit; what the checks ran on is said here: the base tip
+    # it was merged onto and the merge's tree id (or the conflict that stopped the run).
+    if run.base is not None:
+        facts["base"] = run.base.model_dump(mode="json", exclude_none=True)
+    if run.conflict is not None:
+        facts["conflict"] = run.conflict.model_dump(mode="json")
+    if run.reverify:
+        facts["reverify"] = True
     # The full commit: the one this run's verifier checked out, else one an earlier run resolved
     # for the same submission (a run ended without an answer resolved nothing itself); None when
     # only an abbreviation is known (statements.subject says how that is signed).
@@ -141,6 +149,7 @@ def for_acceptance(
     via: Via,
     on_behalf_of: str | None,
     batch: bool,
+    stale: bool = False,
 ) -> Attestation | None:
     """The signed verification summary of an acceptance; None for a task with no submission.
     `via`, `on_behalf_of`, `batch`: how the acceptance was made (domain/principals.py Via)."""
@@ -160,7 +169,7 @@ def for_acceptance(
         if verified and task.attestation_head
         else None
     )
-    facts = {
+    facts: dict[str, Any] = {
         "task": task.id,
         "seq": task.version + 1,
         "acceptedBy": who,
@@ -172,6 +181,9 @@ def for_acceptance(
         "historyHead": new.history_head,
         "previous": task.attestation_head,
     }
+    if verified and task.verified_base is not None:
+        facts["verifiedOn"] = task.verified_base.model_dump(mode="json", exclude_none=True)
+        facts["stale"] = stale
     statement = statements.verification_summary(
         repo=repo,
         commit_sha=submission.commit_sha,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,6 +19,7 @@ from taskgate.domain.principals import Acting
 from taskgate.domain.text import unencodable
 from taskgate.service import records
 from taskgate.service.offers import OFFERS, Offers
+from taskgate.service.wakeups import Polling, Wakeups, brings_work
 from taskgate.store.port import (
     ConflictError,
     Item,
@@ -26,8 +28,6 @@ from taskgate.store.port import (
     Store,
     TooLarge,
     Unencodable,
-    WouldWait,
-    must_not_wait,
 )
 from taskgate.store.schema import IndexName
 from taskgate.telemetry import Metric
@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 SYSTEM = "system:taskgate"
+
+# The most a use case spends running again after lost races, well inside a function's timeout
+# (29 s behind API Gateway) with the store's own calls bounded too (taskgate.aws).
+RETRY_BUDGET_S = 5.0
+_retrying: ContextVar[bool] = ContextVar("taskgate_retrying", default=False)
 
 
 def _no_fault(point: str) -> None:
@@ -62,6 +67,9 @@ class Context:
     # The server's attestation key (service/attestations.py): decisions and acceptances are
     # signed with it. None: nothing is signed (a context for tests of other rules).
     attestor: Attestor | None = None
+    # Wakes verifiers waiting for work (service/wakeups.py): `taskgate serve` sets one its own
+    # commits signal; elsewhere a waiting request reads the store again every few seconds.
+    wakeups: Wakeups = field(default_factory=Polling)
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -83,19 +91,33 @@ class Context:
             raise TaskgateError(
                 ErrorCode.VALIDATION, "text must be valid Unicode (it holds a lone UTF-16 surrogate)"
             ) from exc
+        if brings_work(ops):
+            self.wakeups.notify()
 
     def retrying(self, attempt: Callable[[], T], *, tries: int = 20) -> T:
-        """Run read-decide-commit again when only a version race (not a rule) stopped it."""
-        for n in range(tries):
-            try:
-                return attempt()
-            except TaskgateError as exc:
-                if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
-                    raise
-                if must_not_wait():  # no sleeping on an event loop: run it again where it may
-                    raise WouldWait from exc
-                time.sleep(random.uniform(0, 0.002 * (n + 1)))
-        raise AssertionError("unreachable")
+        """Run read-decide-commit again when only a version race (not a rule) stopped it.
+
+        The one retry policy of the services: the stores retry no race themselves, and a
+        `retrying` inside another runs its attempt once and leaves the retrying to the outer
+        one, so tries never multiply. Within RETRY_BUDGET_S in all, whatever `tries` says."""
+        if _retrying.get():
+            return attempt()
+        token = _retrying.set(True)
+        try:
+            deadline = time.monotonic() + RETRY_BUDGET_S
+            for n in range(tries):
+                try:
+                    return attempt()
+                except TaskgateError as exc:
+                    if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
+                        raise
+                    pause = random.uniform(0, 0.002 * (n + 1))
+                    if time.monotonic() + pause > deadline:
+                        raise
+                    time.sleep(pause)
+            raise AssertionError("unreachable")
+        finally:
+            _retrying.reset(token)
 
     # -- loads -------------------------------------------------------------------------------
 

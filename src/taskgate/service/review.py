@@ -27,7 +27,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import attestations, cascades, records, refs
+from taskgate.service import attestations, cascades, records, refs, staleness
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import move
@@ -77,6 +77,7 @@ def _summary(
     repo: str,
     *,
     batch: bool,
+    stale: bool = False,
 ) -> Attestation | None:
     """The signed verification summary of this acceptance (None without an attestation key)."""
     if ctx.attestor is None:
@@ -93,13 +94,21 @@ def _summary(
         via=who.via,
         on_behalf_of=who.on_behalf_of,
         batch=batch,
+        stale=stale,
     )
 
 
 def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> Task:
+    return accept_saying(ctx, who, task_id, batch=batch)[0]
+
+
+def accept_saying(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> tuple[Task, str | None]:
+    """Accept, and what the acceptance must say: that the verdict was stale (its base moved)."""
     project_name, _ = parse_task_id(task_id)
+    said: list[str] = []
 
     def attempt() -> Task:
+        said.clear()
         # The task and its project in one request (the project is needed when verification is
         # off; when it is on, reading it along costs a read unit, not a round trip).
         keys = [records.task_key(task_id), records.project_key(project_name)]
@@ -121,6 +130,17 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
             if keys[1] not in read:
                 raise not_found(f"project {project_name}")
             project = records.load(Project, read[keys[1]])
+        known = records.load(Project, read[keys[1]]) if keys[1] in read else None
+        stale = known is not None and staleness.stale(known, task)
+        if stale and known is not None:
+            warning = staleness.accept_warning(known, task)
+            if known.verifier_config is not None and not known.verifier_config.accept_stale:
+                raise TaskgateError(
+                    ErrorCode.WRONG_STATE,
+                    f"{warning}; this project accepts only after re-verification (accept_stale: false)",
+                    current_status=task.status.value,
+                )
+            said.append(warning)
         now = ctx.clock.now()
         # How the acceptance was made goes into its history event and its signed summary, so a
         # batch of script accepts reads differently from a person at the board.
@@ -133,11 +153,12 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
             changes={"live_run": None},
             batch=batch or None,
             via=who.via.value,
+            stale=stale or None,
         )
         # Decided on the spec's risk as read: the commit holds only if the spec is still so.
         guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
         repo = records.load(Project, read[keys[1]]).repo if keys[1] in read else ""
-        signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch)
+        signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch, stale=stale)
         if signed is not None:
             new = new.model_copy(update={"attestation_head": attestations.payload_digest(signed.envelope)})
         ctx.commit(
@@ -155,13 +176,14 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
     # decision is re-made on what is there now, never answered with E_CONFLICT.
     done = ctx.retrying(attempt)
     cascades.task_done(ctx, done)
-    return done
+    return done, (said[0] if said else None)
 
 
 @dataclass
 class BatchResult:
     accepted: list[Task] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # accepted, and said so: stale verdicts
 
 
 def accept_batch(
@@ -180,7 +202,10 @@ def accept_batch(
         try:
             if project is not None and parse_task_id(tid)[0] != project:
                 raise invalid(f"{tid} is not a task of project {project}")
-            out.accepted.append(accept(ctx, who, tid, batch=True))
+            done, warning = accept_saying(ctx, who, tid, batch=True)
+            out.accepted.append(done)
+            if warning is not None:
+                out.warnings.append(warning)
         except TaskgateError as exc:
             out.refused.append({"task_id": tid, **exc.to_dict()})
     return out

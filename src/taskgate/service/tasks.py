@@ -381,6 +381,11 @@ def get(ctx: Context, who: Acting, tid: str) -> Task:
 R = TypeVar("R", HistoryEvent, Note, VerificationRun)
 
 MAX_NOTES = 100  # per task: a note is for the next agent, not a log (heartbeat notes go to history)
+# The code's general advice (fix the arguments) cannot help here: no argument adds a note.
+NOTES_FULL_HINT = (
+    "No call adds another note to this task: record what others need with log_decision, "
+    "or ask a human to put it in the task's description."
+)
 BRIEF_NOTES = 20  # the newest notes a brief considers; it may keep fewer to stay in budget
 
 
@@ -540,9 +545,11 @@ def add_note(ctx: Context, who: Acting, tid: str, body: str) -> Note:
                 1 for _ in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="N#", limit=200, cursor=c))
             )
         if count >= MAX_NOTES:
-            raise invalid(
+            raise TaskgateError(
+                ErrorCode.VALIDATION,
                 f"{tid} already has {MAX_NOTES} notes, the most a task holds; put lasting knowledge "
-                "in the task description or log_decision"
+                "in the task description or log_decision",
+                hint=NOTES_FULL_HINT,
             )
         now = ctx.clock.now()
         note = Note(id=records.stamp(now), task_id=tid, project=project, author=who.actor, body=body, at=now)

@@ -49,11 +49,13 @@ def move(
         max_attempts=max_attempts,
         verifier_errors_in_row=task.verifier_errors_in_row,
         spec_draft=spec_draft,
+        conflicts_in_row=task.conflicts_in_row,
     )
     update: dict[str, Any] = {
         "status": out.target,
         "attempts_used": out.attempts_used,
         "verifier_errors_in_row": out.verifier_errors_in_row,
+        "conflicts_in_row": out.conflicts_in_row,
         "updated_at": now,
         **(changes or {}),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
+from taskgate.domain.merging import MergeConflict, MergedBase, conflict_summary
 from taskgate.domain.models import (
     Attempt,
     CriterionKind,
@@ -33,9 +35,10 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.domain.specs import criteria_of
 from taskgate.domain.text import TAIL_CHARS, plain
-from taskgate.service import attestations, records
+from taskgate.service import attestations, records, staleness
 from taskgate.service.context import SYSTEM, Context, chained, event, put_event, put_task
 from taskgate.service.transitions import move
+from taskgate.service.wakeups import MAX_WAIT_S
 from taskgate.store.port import Put
 
 MAX_CHECKS = 50
@@ -92,10 +95,12 @@ def end_as_error(
         project = ctx.project(task.project)
         now = ctx.clock.now()
         summary = f"verifier error: {reason}"
+        # A re-verification of a verified task that ends with no answer leaves its verdict as it was.
+        action = Action.STALE_ERROR if task.status is Status.VERIFIED else Action.VERIFY_ERROR
         new, ev = move(
             task,
             project,
-            Action.VERIFY_ERROR,
+            action,
             who,
             now,
             changes={"live_run": None},
@@ -186,7 +191,11 @@ def _end_live_runs(
     out = []
     for name in projects:
         project = ctx.project(name)
-        for task in list(ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION)):
+        waiting = [
+            *ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION),
+            *ctx.tasks_in_status(name, Status.VERIFIED),
+        ]
+        for task in waiting:
             if task.live_run is None:
                 continue
             reason = why(project, _run_of(ctx, task.id, task.live_run))
@@ -224,7 +233,9 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
     project = ctx.project(project_name)
     if not project.verification_on:
         raise TaskgateError(ErrorCode.WRONG_STATE, f"verification is off for project {project_name}")
-    if task.status is not Status.NEEDS_VERIFICATION:
+    # A verified task whose base has moved is verified again on the new tip.
+    reverify = staleness.stale(project, task)
+    if task.status is not Status.NEEDS_VERIFICATION and not reverify:
         raise TaskgateError(
             ErrorCode.WRONG_STATE,
             f"{task_id} is not waiting for verification",
@@ -239,7 +250,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
             ErrorCode.SELF_VERIFY, "a verifier may not verify work submitted with its own key"
         )
     task = _close_if_abandoned(ctx, task, project)
-    if task.status is not Status.NEEDS_VERIFICATION:  # that error was its third in a row
+    if task.status is not Status.NEEDS_VERIFICATION and not reverify:  # that error was its third in a row
         raise TaskgateError(
             ErrorCode.WRONG_STATE,
             f"{task_id} is not waiting for verification",
@@ -254,6 +265,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         commit_sha=submission.commit_sha,
         credential_id=who.credential_id,
         started_at=now,
+        reverify=reverify,
     )
     new = task.model_copy(update={"live_run": run.id, "updated_at": now})
     ev = event(
@@ -264,6 +276,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         task=task,
         run=run.id,
         commit_sha=submission.commit_sha,
+        reverify=reverify or None,
     )
     new = chained(new, ev)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(run))])
@@ -278,6 +291,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "criteria": [c.model_dump(mode="json") for c in criteria],
         "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),
         "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
+        "reverify": reverify,
     }
     return Started(
         run.model_copy(update={"version": 1}),
@@ -296,6 +310,12 @@ class Queue:
     waiting: int  # tasks a verifier could start on now
     running: int  # tasks with a run in progress
     for_human: int  # submitted tasks a human accepts directly (verification is off)
+    # What a verifier needs to notice the base branch moving (verifier/tips.py)
+    repo: str = ""
+    base_branch: str | None = None  # the branch the project names, else the one last reported
+    base_tip: str | None = None  # its tip as last reported
+    merge: str | None = None  # the verifier config's merge setting
+    stale: int = 0  # verified tasks waiting to be verified again on the moved base
 
 
 def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[Task], list[Queue]]:
@@ -310,15 +330,56 @@ def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[
         names = [n for n in ctx.project_names() if who.principal.may_use_project(n)]
     out: list[Task] = []
     found: list[Queue] = []
+    stale: list[Task] = []
     for name in names:
-        on = ctx.project(name).verification_on
+        p = ctx.project(name)
+        on = p.verification_on
         submitted = list(ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION))
         free = [t for t in submitted if t.live_run is None] if on else []
         out += free
+        stale_here = [t for t in staleness.stale_tasks(ctx, p) if t.live_run is None] if on else []
+        stale += stale_here
         if on or submitted or project is not None:
             running = sum(1 for t in submitted if t.live_run is not None) if on else 0
-            found.append(Queue(name, on, len(free), running, 0 if on else len(submitted)))
-    return sorted(out, key=lambda t: t.status_changed_at), found
+            cfg, known = p.verifier_config, p.base_tip
+            found.append(
+                Queue(
+                    name,
+                    on,
+                    len(free),
+                    running,
+                    0 if on else len(submitted),
+                    repo=p.repo,
+                    base_branch=(cfg.base_branch_choice() if cfg else None)
+                    or (known.branch if known else None),
+                    base_tip=known.tip if known else None,
+                    merge=cfg.merge if cfg else None,
+                    stale=len(stale_here) if on else 0,
+                )
+            )
+    # Submissions first; then the stale verified tasks, oldest verdict first.
+    return sorted(out, key=lambda t: t.status_changed_at) + stale, found
+
+
+def queues_waiting(
+    ctx: Context, who: Acting, project: str | None, wait_s: float
+) -> tuple[list[Task], list[Queue], float]:
+    """`queues`, but when nothing can be started, wait up to `wait_s` (at most MAX_WAIT_S) for
+    something to arrive. Also returns the wait honoured, so a verifier knows it may ask again at
+    once instead of sleeping between polls."""
+    if not 0 <= wait_s <= MAX_WAIT_S:
+        raise invalid(f"wait must be between 0 and {MAX_WAIT_S:g} seconds")
+    if ctx.wakeups.host_waits:  # the local gateway waits between answers (service/wakeups.py)
+        waiting_, found = queues(ctx, who, project)
+        return waiting_, found, wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        seen = ctx.wakeups.generation()
+        waiting_, found = queues(ctx, who, project)
+        left = deadline - time.monotonic()
+        if waiting_ or left <= 0:
+            return waiting_, found, wait_s
+        ctx.wakeups.wait(seen, left)
 
 
 def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]:
@@ -358,6 +419,11 @@ def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
                 FailedTest(name=plain(t.name), message=plain(t.message)[:MESSAGE_CHARS])
                 for t in r.failures[: rules.TESTS_PER_CRITERION]
             ],
+            "restored": r.restored.model_copy(
+                update={"submitted_detail": plain(r.restored.submitted_detail)[:TAIL_CHARS]}
+            )
+            if r.restored is not None
+            else None,
         }
     )
 
@@ -405,6 +471,8 @@ def finish(
     hidden: rules.HiddenRun | None = None,
     screened: list[rules.ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
+    base: MergedBase | None = None,
+    conflict: MergeConflict | None = None,
 ) -> tuple[VerificationRun, Task]:
     """Record a run's evidence; the server decides passed, failed, error or spec error and moves
     the task. `commit_missing`: the verifier fetched the project's repository and the submitted
@@ -434,6 +502,12 @@ def finish(
         problem = commit_ids.resolution_problem(run.commit_sha, commit)
         if problem is not None:
             raise invalid(f"{problem}; nothing was recorded")
+    if conflict is not None:
+        if checks or results or error or commit_missing or base is not None or run.evidence:
+            raise invalid(
+                "a run that found a merge conflict ran no check: send no checks, results, error or base with it"
+            )
+        return _conflicted(ctx, who, task, run, conflict, commit)
     held = {c.id for c in criteria}
     merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
     merged.update(results)
@@ -473,6 +547,15 @@ def finish(
         rules.Verdict.SPEC_ERROR: Action.VERIFY_SPEC_ERROR,
         rules.Verdict.NEEDS_HUMAN: Action.VERIFY_HOLD,
     }[verdict.verdict]
+    summary = verdict.summary
+    if run.reverify and task.status is Status.VERIFIED:
+        action = staleness.reverify_action(verdict)
+        if verdict.verdict is rules.Verdict.FAILED:
+            summary = staleness.breaks_on_new_base(ctx, task, base, verdict.summary)
+    if action in (Action.VERIFY_PASS, Action.STALE_PASS):
+        changes["verified_base"] = base
+    elif action is not Action.STALE_ERROR:
+        changes["verified_base"] = None
     if verdict.verdict is rules.Verdict.FAILED:
         changes["findings"] = [
             *task.findings,
@@ -481,7 +564,7 @@ def finish(
                 source=FindingSource.VERIFIER,
                 by=who.actor,
                 at=now,
-                summary=verdict.summary,
+                summary=summary,
                 details=verdict.findings,
                 self_report_mismatch=verdict.self_report_mismatch,
                 criteria=verdict.criteria,
@@ -498,10 +581,11 @@ def finish(
         changes=changes,
         spec_draft=spec is not None and spec.status is SpecStatus.DRAFT,
         run=run_id,
-        summary=verdict.summary,
+        summary=summary,
         self_report_mismatch=verdict.self_report_mismatch or None,
-        why=verdict.summary if verdict.verdict is rules.Verdict.NEEDS_HUMAN else error or verdict.summary,
         held=verdict.held or None,
+        why=summary if verdict.verdict is rules.Verdict.NEEDS_HUMAN else error or summary,
+        base=base.model_dump(mode="json", exclude_none=True) if base is not None else None,
     )
     if new.needs_human is not None and verdict.why_human is not None:
         # The outcome rule says which rule held it; the paths and diff go with a protected change.
@@ -519,7 +603,8 @@ def finish(
         update={
             "status": verdict.verdict.value,
             "finished_at": now,
-            "summary": verdict.summary,
+            "summary": summary,
+            "base": base,
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
             "resolved_commit": commit,
@@ -533,6 +618,56 @@ def finish(
     if commit is not None:
         new = new.model_copy(update={"attempts": _resolved(new, run.commit_sha, commit)})
     done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=error, now=now)
+    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
+    return done.model_copy(update={"version": run.version + 1}), new.model_copy(
+        update={"version": task.version + 1}
+    )
+
+
+def _conflicted(
+    ctx: Context, who: Acting, task: Task, run: VerificationRun, conflict: MergeConflict, commit: str | None
+) -> tuple[VerificationRun, Task]:
+    """The submission did not merge onto the base tip: back to ready with a finding that names
+    the tip and the paths and says what to do, no attempt used (the third in a row: needs_human).
+    A verified task being re-verified goes the same way."""
+    project = ctx.project(task.project)
+    spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
+    now = ctx.clock.now()
+    summary = conflict_summary(commit or run.commit_sha, conflict)
+    finding = Finding(
+        attempt=run.attempt,
+        source=FindingSource.VERIFIER,
+        by=who.actor,
+        at=now,
+        summary=summary,
+        details=[f"conflict: {p}" for p in conflict.paths[:50]],
+    )
+    action = Action.STALE_CONFLICT if run.reverify else Action.VERIFY_CONFLICT
+    new, ev = move(
+        task,
+        project,
+        action,
+        who,
+        now,
+        changes={"live_run": None, "findings": [*task.findings, finding], "verified_base": None},
+        spec_draft=spec is not None and spec.status is SpecStatus.DRAFT,
+        run=run.id,
+        summary=summary,
+        why=summary,
+        conflict=conflict.model_dump(mode="json"),
+    )
+    done = run.model_copy(
+        update={
+            "status": "conflict",
+            "finished_at": now,
+            "summary": summary,
+            "conflict": conflict,
+            "resolved_commit": commit,
+        }
+    )
+    if commit is not None:
+        new = new.model_copy(update={"attempts": _resolved(new, run.commit_sha, commit)})
+    done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=None, now=now)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
     return done.model_copy(update={"version": run.version + 1}), new.model_copy(
         update={"version": task.version + 1}

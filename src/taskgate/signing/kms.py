@@ -35,8 +35,11 @@ class KmsSigner:
     def __init__(self, key_id: str, *, region_name: str | None = None, client: Any = None) -> None:
         if client is None:
             import boto3  # the cloud only
+            from botocore.config import Config
 
-            client = boto3.client("kms", region_name=region_name)
+            from taskgate.aws import CLIENT_CONFIG
+
+            client = boto3.client("kms", region_name=region_name, config=Config(**CLIENT_CONFIG))
         self._client = client
         self._key_id = key_id
         self._public: PublicKey | None = None

@@ -9,20 +9,26 @@ Writes follow docs/architecture.md, "The store": a commit of one Put or Delete i
 conditional PutItem / DeleteItem (a transaction costs twice the write units and about three times the
 latency); several ops are one TransactWriteItems. botocore retries none of
 ConditionalCheckFailed, TransactionCanceled or TransactionConflict: a failed condition is an
-answer (ConflictError); a clash with another in-flight transaction is retried here with jitter.
+answer (ConflictError), and so is a clash with another in-flight transaction (the service's one
+retry policy, Context.retrying, runs the use case again). Throttling and transient errors are
+botocore's to retry (taskgate.aws, standard mode, three attempts); what is still throttled or
+timed out after that is E_UNAVAILABLE, never a wait past the function's timeout.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar, cast
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from taskgate.domain.errors import invalid
+from taskgate.aws import CLIENT_CONFIG
+from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.store import body
 from taskgate.store import cursor as cursors
 from taskgate.store.port import (
@@ -57,9 +63,20 @@ if TYPE_CHECKING:
 
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 BATCH_GET_MAX = 100  # BatchGetItem's limit on keys per request
-CONFLICT_RETRIES = 5  # retries after a TransactionConflict before answering ConflictError
+GET_MANY_ROUNDS = 5  # BatchGetItem requests per 100 keys, while some come back unprocessed
+# Errors botocore's standard mode retries; still there after its attempts: the table is busy.
+_THROTTLED = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
 _BACKOFF_MIN_S = 0.010
 _BACKOFF_MAX_S = 0.200
 
@@ -96,6 +113,28 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _unavailable(why: str) -> TaskgateError:
+    return TaskgateError(ErrorCode.UNAVAILABLE, f"{why}; try again in a moment")
+
+
+def _answering(method: F) -> F:
+    """A store method whose requests' throttling and timeouts, once botocore's own retries are
+    spent, are E_UNAVAILABLE (503); every other error passes as it was."""
+
+    @functools.wraps(method)
+    def answering(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except ClientError as exc:
+            if _error_code(exc) in _THROTTLED:
+                raise _unavailable("the table is busy (throttled)") from exc
+            raise
+        except (ReadTimeoutError, ConnectTimeoutError, EndpointConnectionError) as exc:
+            raise _unavailable("the table did not answer in time") from exc
+
+    return cast("F", answering)
+
+
 class _TransactionConflict(Exception):
     """Internal: the request clashed with another in-flight transaction on these keys."""
 
@@ -118,7 +157,9 @@ class DynamoDBStore:
         self.table_name = table_name
         self._owns_client = client is None
         if client is None:
-            client = boto3.client("dynamodb", region_name=region_name, endpoint_url=endpoint_url)
+            client = boto3.client(
+                "dynamodb", region_name=region_name, endpoint_url=endpoint_url, config=Config(**CLIENT_CONFIG)
+            )
         self._client = cast("DynamoDBClient", client)
         self._sleep: Callable[[float], None] = time.sleep  # tests may replace it
 
@@ -160,11 +201,13 @@ class DynamoDBStore:
 
     # -- reads -------------------------------------------------------------------------------
 
+    @_answering
     def get(self, pk: str, sk: str) -> Item | None:
         resp = self._client.get_item(TableName=self.table_name, Key=self._key(pk, sk), ConsistentRead=True)
         raw = resp.get("Item")
         return self._decode(raw) if raw else None
 
+    @_answering
     def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
         # BatchGetItem refuses duplicate keys in one request; ask once, answer for every occurrence
         # (as the SQLite adapter does).
@@ -174,6 +217,8 @@ class DynamoDBStore:
             pending: list[RawItem] = [self._key(pk, sk) for pk, sk in unique[start : start + BATCH_GET_MAX]]
             attempt = 0
             while pending:
+                if attempt == GET_MANY_ROUNDS:
+                    raise _unavailable("the table is busy (reads left unprocessed)")
                 resp = self._client.batch_get_item(
                     RequestItems={self.table_name: {"Keys": pending, "ConsistentRead": True}}
                 )
@@ -187,6 +232,7 @@ class DynamoDBStore:
                     attempt += 1
         return [found[(pk, sk)] for pk, sk in keys if (pk, sk) in found]
 
+    @_answering
     def query(
         self,
         pk: str,
@@ -219,6 +265,7 @@ class DynamoDBStore:
             params["ExpressionAttributeValues"] = {":pk": {"S": pk}, ":p": {"S": sk_prefix}}
         return self._page(params, start, limit, None, lambda it: {"sk": it.sk})
 
+    @_answering
     def query_index(
         self,
         index: IndexName,
@@ -298,6 +345,7 @@ class DynamoDBStore:
 
         return self._page(params, start, limit, stop, position)
 
+    @_answering
     def query_index_keys(self, index: IndexName, pk: str, *, limit: int = 50) -> list[IndexKey]:
         _check_limit(limit)
         attr_pk, attr_sk = INDEX_ATTRS[index]
@@ -358,6 +406,7 @@ class DynamoDBStore:
 
     # -- the one write primitive -------------------------------------------------------------
 
+    @_answering
     def commit(self, ops: Sequence[Op]) -> None:
         validate_ops(ops)
         if len(ops) == 1 and isinstance(ops[0], Check):
@@ -380,15 +429,12 @@ class DynamoDBStore:
             self._with_conflict_retry(lambda: self._transact(ops), [key_of(op) for op in ops])
 
     def _with_conflict_retry(self, attempt: Callable[[], T], keys: list[tuple[str, str]]) -> T:
-        for n in range(CONFLICT_RETRIES + 1):
-            try:
-                return attempt()
-            except _TransactionConflict as exc:
-                keys = exc.keys or keys
-                if n == CONFLICT_RETRIES:
-                    break
-                self._sleep(_backoff(n))
-        raise ConflictError(keys, reason="transaction conflict")
+        """A clash with another in-flight transaction is a lost race: ConflictError, which the
+        service's retry policy answers (running the use case again on fresh reads)."""
+        try:
+            return attempt()
+        except _TransactionConflict as exc:
+            raise ConflictError(exc.keys or keys, reason="transaction conflict") from exc
 
     def _write_one(self, op: Op) -> None:
         """One Put or Delete as a single conditional PutItem / DeleteItem.

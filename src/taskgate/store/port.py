@@ -9,9 +9,7 @@ not lapsed at this time"), and a commit of several writes applies all of them or
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -181,29 +179,6 @@ class ConflictError(Exception):
         super().__init__(f"{reason}: {names}")
 
 
-class WouldWait(Exception):
-    """A commit made under `never_wait()` found the write lock taken: nothing was written. The
-    caller runs the whole call again where waiting is fine (mcp/workers.py: a worker thread)."""
-
-
-_never_wait: ContextVar[bool] = ContextVar("taskgate_store_never_wait", default=False)
-
-
-@contextmanager
-def never_wait() -> Iterator[None]:
-    """Commits inside refuse to wait for the write lock (WouldWait): for code on an event loop,
-    which a commit queued behind another process's long write must not stall."""
-    token = _never_wait.set(True)
-    try:
-        yield
-    finally:
-        _never_wait.reset(token)
-
-
-def must_not_wait() -> bool:
-    return _never_wait.get()
-
-
 class IndexKey(NamedTuple):
     """Where an item sits in an index: its table key and its index sort key (no body). A named
     tuple: a next-task list reads 64 of these per call, and a tuple is cheaper to build than a
@@ -221,9 +196,8 @@ class Page:
 
 
 class Store(Protocol):
-    # True when a read never waits on the network or on a writer (SQLite in WAL mode), and a
-    # commit under never_wait() raises WouldWait instead of waiting for the write lock: a caller
-    # on an event loop may then read and commit inline instead of paying a hop to a worker thread.
+    # True when a read never waits on the network or on a writer (SQLite in WAL mode): the MCP
+    # front door may then look a key up on the event loop instead of in a worker thread.
     local_reads: bool
 
     def get(self, pk: str, sk: str) -> Item | None: ...

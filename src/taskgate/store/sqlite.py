@@ -28,10 +28,8 @@ from taskgate.store.port import (
     Op,
     Page,
     Put,
-    WouldWait,
     key_of,
     lapsed,
-    must_not_wait,
     validate_ops,
 )
 from taskgate.store.schema import IndexName
@@ -94,7 +92,7 @@ class SQLiteStore:
 
         By default the commit that takes the WAL past 1,000 pages copies them into the
         database and syncs both files, while holding the write lock: in `taskgate serve` that
-        commit runs on the event loop, and every request waits out the disk. Here each
+        commit waits out the disk while every other writer queues behind it. Here each
         connection of this store leaves that to one thread that checkpoints every `every_s`
         (PASSIVE: it never blocks a reader or a writer, and sqlite3 releases the GIL while it
         works). Durability is unchanged: a committed transaction is in the WAL either way."""
@@ -120,25 +118,9 @@ class SQLiteStore:
             if self._checkpointer is not None:
                 db.execute("PRAGMA wal_autocheckpoint = 0")
             self._local.db = db
-            self._local.waits = True  # the busy timeout is set (see _waiting)
             with self._all_lock:
                 self._all.append(db)
         return db
-
-    def _waiting(self, db: sqlite3.Connection, wait: bool) -> None:
-        """Set this thread's connection to wait for the write lock (the busy timeout) or not.
-
-        Switched only when it changes: commits under never_wait() run on the event loop's
-        thread, and only there, so its connection stays at zero and the others at the timeout,
-        instead of each such commit switching it off and on again (two statements).
-        Reads on a connection at zero do not fail for it: in WAL a reader takes no lock a
-        writer holds, and every open connection holds the file shared, so no other can lock it
-        exclusively. The one wait left to a reader is another connection rebuilding a broken
-        WAL index, which only the first connection to open the file does (this store's
-        migration, before any request)."""
-        if self._local.waits != wait:
-            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000) if wait else 0}")
-            self._local.waits = wait
 
     def _migrate(self) -> None:
         db = self._conn()
@@ -306,27 +288,15 @@ class SQLiteStore:
         # Writers of this process queue on a lock: SQLite's own busy handler waits by sleeping
         # (1, 2, 5, 10 ms ...), which under a few concurrent writers costs more than the writes.
         # Other processes on the same file still meet the busy timeout.
-        if must_not_wait():
-            if not self._write_lock.acquire(blocking=False):
-                raise WouldWait
-            try:
-                self._commit(ops, wait=False)
-            finally:
-                self._write_lock.release()
-            return
         with self._write_lock:
-            self._commit(ops, wait=True)
+            self._commit(ops)
 
-    def _commit(self, ops: Sequence[Op], *, wait: bool) -> None:
+    def _commit(self, ops: Sequence[Op]) -> None:
         db = self._conn()
-        self._waiting(db, wait)
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            # Another process holds the file's write lock (past the busy timeout, or at once
-            # when this commit must not wait): nothing was written.
-            if not wait and _busy(exc):
-                raise WouldWait from exc
+            # Another process held the file's write lock past the busy timeout: nothing was written.
             raise ConflictError([key_of(op) for op in ops], reason=f"database busy ({exc})") from exc
         try:
             # Each op is one statement that checks its condition and writes in one step (an
@@ -421,10 +391,6 @@ class _Checkpointer:
     def stop(self) -> None:
         self._stopping.set()
         self._thread.join()
-
-
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _decode(body: str) -> Any:

@@ -147,6 +147,13 @@ def lock_down() -> Hardened:
     return Hardened(forgotten, non_dumpable=True, reaper=True)
 
 
+def become_subreaper() -> None:
+    """Orphans of this process's commands come back to it (a forked job: fork does not inherit
+    the setting)."""
+    if sys.platform == "linux":
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
 def drop_to(user: pwd.struct_passwd) -> None:
     """From root to `user`, keeping only KEEP (effective and permitted; nothing inheritable,
     nothing ambient, the bounding set cut down to KEEP). Linux only."""

@@ -12,11 +12,17 @@ gathered here.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import platform
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from taskgate.domain import screen
@@ -26,9 +32,11 @@ from taskgate.domain.baseline import (
     SCOPED,
     BaselineEvidence,
     harness_part,
+    is_test_file,
     protect_globs,
     protected,
 )
+from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import Criterion, CriterionKind, FailedTest
 from taskgate.domain.outcome import (
     CheckResult,
@@ -36,6 +44,7 @@ from taskgate.domain.outcome import (
     Evidence,
     EvidenceSource,
     HiddenRun,
+    Restored,
     ScreenHit,
 )
 from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
@@ -43,8 +52,19 @@ from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
-from taskgate.domain.verifier_config import IMAGE_VAR, ReviewerSpec, VerifierConfig
+from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
 from taskgate.verifier import hidden, process, reviewer, tools
+from taskgate.verifier.cache import (
+    MANIFEST,
+    PLACEHOLDER,
+    CacheError,
+    CacheStore,
+    cache_key,
+    copy_tree,
+    matches,
+    relocate,
+    tree_bytes,
+)
 from taskgate.verifier.checkout import (
     Baseline,
     Checkout,
@@ -54,6 +74,7 @@ from taskgate.verifier.checkout import (
     checkout,
     read_committed,
 )
+from taskgate.verifier.merging import Conflict, onto_base
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
 
@@ -83,6 +104,10 @@ class Gathered:
     commit: str | None = None
     # What the submission changes against its baseline, found before any check ran.
     baseline: BaselineEvidence | None = None
+    # What the checks ran on (the submission merged onto the base tip), or the conflict that
+    # stopped the run before any check
+    base: MergedBase | None = None
+    conflict: MergeConflict | None = None
     timings: dict[str, float] = field(default_factory=dict)
     # What the config's hidden tests did (None: the config names none, or the run broke first).
     hidden: HiddenRun | None = None
@@ -114,6 +139,7 @@ class Runner:
     reviewer_available: bool = False
     progress: Progress = lambda _line: None
     sandbox: Sandbox = field(default_factory=Sandbox)
+    cache: CacheStore | None = None  # where dependency caches are kept; None: never used
 
     def execute(self, work: dict[str, Any]) -> Gathered:
         g = Gathered()
@@ -157,13 +183,27 @@ class Runner:
         # the check's.
         with g.timed("baseline"):
             base = self._baseline(cfg, co, g)
+        if self.cache is not None and any(c.cache for c in cfg.checks.values()):
+            with g.timed("cache"):  # git's work too: before the checkout is the check user's
+                self._caches(work, cfg, co, base)
         diff = None
         if by_kind[CriterionKind.REVIEW]:
             with g.timed("review"):
                 diff = self._diff(cfg, co, base)
+        # The screen reads the submission's own added lines: before the merge brings in the base's.
         with g.timed("screen"):
             g.screened = self._screen(cfg, co, base)
+        # After the baseline, the caches and the diff (each about the submission itself), before
+        # the checkout is the check user's.
+        with g.timed("merge"):
+            self._merge(cfg, co, g)
+        if g.conflict is not None:
+            return  # merging is not verification: a conflict is found before any check runs
         committed = self._clear_reports(cfg, co)
+        second = None
+        if by_kind[CriterionKind.TEST]:
+            with g.timed("second_tree"):
+                second = self._restored_tree(co, base, stack)
         placed = None
         if cfg.hidden_tests is not None:
             # Last before the checks: nothing of the submission's is compared with them.
@@ -185,6 +225,9 @@ class Runner:
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
         if placed is not None:
             self._hidden(placed, reports, g)
+        if second is not None:
+            with g.timed("second_run"):
+                self._second_run(by_kind[CriterionKind.TEST], cfg, co, second, g, stack)
         if by_kind[CriterionKind.COMMAND]:
             with g.timed("commands"):
                 self._commands(by_kind[CriterionKind.COMMAND], cfg, dirs, g)
@@ -242,6 +285,185 @@ class Runner:
                 f"the hidden tests placed at {placed.spec.into} are in no check's report: "
                 "the checks must collect that directory"
             )
+
+    # -- dependency caches (verifier/cache.py) ----------------------------------------------
+
+    def _caches(self, work: dict[str, Any], cfg: VerifierConfig, co: Checkout, base: Baseline) -> None:
+        if self.sandbox.user is None:
+            self.progress(
+                "cache: not used: the checks run as the verifier's own user, who could write into it "
+                "(started as root, the verifier runs them as a check user)"
+            )
+            return
+        if base.commit is None:
+            self.progress(f"cache: not used: {base.why}")
+            return
+        try:
+            changed = co.changed_paths(base)
+            listed = co.git("ls-tree", "-r", "-z", base.commit, cwd=co.path)
+        except CheckoutError as exc:
+            self.progress(f"cache: not used: {exc}")
+            return
+        blobs: dict[str, str] = {}
+        for entry in filter(None, listed.split("\0")):
+            meta, _, path = entry.partition("\t")
+            blobs[path] = meta.split()[-1]
+        for name, check in cfg.checks.items():
+            if check.cache is not None:
+                self._cache(work, cfg, co, base, name, check, check.cache, changed, blobs)
+
+    def _cache(
+        self,
+        work: dict[str, Any],
+        cfg: VerifierConfig,
+        co: Checkout,
+        base: Baseline,
+        name: str,
+        check: CheckSpec,
+        spec: CacheSpec,
+        changed: list[str],
+        blobs: dict[str, str],
+    ) -> None:
+        assert self.cache is not None and self.sandbox.user is not None and base.commit is not None
+        touched = [p for p in changed if any(matches(k, p) for k in spec.key)]
+        if touched:
+            self.progress(f"cache {name}: not used: the submission changes {touched[0]}, a key file")
+            return
+        for path in spec.paths:
+            taken = occupied(co.path, path)
+            if taken is not None:
+                self.progress(f"cache {name}: not used: the submission has {taken}, where the cache goes")
+                return
+        files = sorted([p, oid] for p, oid in blobs.items() if any(matches(k, p) for k in spec.key))
+        key = cache_key(
+            {
+                "format": 1,
+                "check": name,
+                "command": check.command,
+                "key": spec.key,
+                "paths": spec.paths,
+                "files": files,
+                "machine": platform.machine(),
+                "image": self.env.get(IMAGE_VAR),
+                "user": self.sandbox.user.name,
+            }
+        )
+        staged = co.path.parent / f"cache-{name}"  # in the run's directory, gone with it
+        try:
+            found = self.cache.restore(key, staged)
+            if not found and base.commit == co.head:
+                # The submitted commit is on the base branch already: its baseline is itself, and
+                # a cache made from it would be made by the submission's own code.
+                self.progress(f"cache {name}: not made: the submitted commit is its own baseline")
+            elif not found and self._prepare(work, cfg, base.commit, name, check, spec, key):
+                found = self.cache.restore(key, staged)
+            if not found:
+                return
+            relocate(staged, PLACEHOLDER, str(co.path), json.loads((staged / MANIFEST).read_text()))
+            restored = []
+            for path in spec.paths:
+                src = staged / path
+                if src.is_symlink() or src.exists():
+                    (co.path / path).parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(src, co.path / path)
+                    restored.append(path)
+            self.progress(
+                f"cache {name}: restored {', '.join(restored) or 'nothing'} "
+                f"(key {key[:12]}, from the baseline {base.commit[:12]})"
+            )
+        except (CacheError, OSError, ValueError) as exc:
+            self.progress(f"cache {name}: not used: {exc}")
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+
+    def _prepare(
+        self,
+        work: dict[str, Any],
+        cfg: VerifierConfig,
+        commit: str,
+        name: str,
+        check: CheckSpec,
+        spec: CacheSpec,
+        key: str,
+    ) -> bool:
+        """Make the cache from the check run on the baseline's own commit, in a checkout of
+        its own; saved only when the check passed there. True when saved."""
+        assert self.cache is not None
+        self.progress(
+            f"cache {name}: none yet for key {key[:12]}: running the check on the baseline {commit[:12]}"
+        )
+        with ExitStack() as stack:
+            try:
+                made = stack.enter_context(checkout(work["repo"], commit, env=self.env, token=self.git_token))
+            except (CheckoutError, CommitMissing) as exc:
+                self.progress(f"cache {name}: not made: checkout of the baseline failed: {exc}")
+                return False
+            with self.sandbox.hand_over(made.path) as dirs:
+                done = self._run(check.command, dirs, check.timeout_minutes or cfg.check_timeout_minutes)
+            if done.exit_code != 0:
+                said = "timed out" if done.timed_out else f"exited {done.exit_code}"
+                self.progress(f"cache {name}: not saved: the check {said} on the baseline")
+                return False
+            # Nothing of the check user's runs any more (hand_over ended): the tree holds still.
+            staging = made.path.parent / "cache-save"
+            os.mkdir(staging, 0o700)
+            for path in spec.paths:
+                if occupied(made.path, path, parents_only=True) is not None:
+                    self.progress(f"cache {name}: not saved: {path} is under a link on the baseline")
+                    return False
+                src = made.path / path
+                if src.is_symlink() or not src.is_dir():
+                    if src.is_symlink() or src.exists():
+                        self.progress(f"cache {name}: not saved: {path} is not a directory after the check")
+                        return False
+                    continue  # the check made nothing there
+                (staging / path).parent.mkdir(parents=True, exist_ok=True)
+                copy_tree(src, staging / path)
+            moved = relocate(staging, str(made.path), PLACEHOLDER)
+            (staging / MANIFEST).write_text(json.dumps(moved))
+            try:
+                self.cache.save(key, staging)
+            except (CacheError, OSError) as exc:
+                self.progress(f"cache {name}: not saved: {exc}")
+                return False
+            self.progress(f"cache {name}: saved from the baseline ({tree_bytes(staging) / 2**20:.1f} MB)")
+            return True
+
+    def _merge(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+        """Put what the checks run on in the checkout: the submission merged (or rebased) onto
+        the base branch's tip, as the config's `merge` asks; the commit alone with `none`, or by
+        default when the repository has no base branch to merge onto."""
+        if cfg.merge == "none":
+            g.base = MergedBase(mode="none", why="the verifier config sets merge: none")
+            return
+        try:
+            base = co.baseline(cfg.base_branch_choice())
+        except CheckoutError as exc:
+            raise RunError(f"cannot read the base branch: {exc}") from exc
+        if base.tip is None or base.commit is None:
+            if cfg.merge is not None:
+                raise RunError(f"the verifier config sets merge: {cfg.merge}, and {base.why}")
+            g.base = MergedBase(mode="none", branch=base.branch, tip=base.tip, why=base.why)
+            self.progress(f"merge: none ({base.why}); the checks run on the commit alone")
+            return
+        mode = cfg.merge or "merge"
+        try:
+            done = onto_base(co, mode, base)
+        except CheckoutError as exc:
+            raise RunError(f"{mode} onto {base.branch} failed: {exc}") from exc
+        assert base.branch is not None
+        if isinstance(done, Conflict):
+            g.conflict = MergeConflict(mode=done.mode, branch=base.branch, tip=base.tip, paths=done.paths)
+            self.progress(
+                f"{mode}: conflict onto {base.branch} at {base.tip[:12]} in {', '.join(done.paths[:5])}"
+                + (" ..." if len(done.paths) > 5 else "")
+                + "; no check runs"
+            )
+            return
+        g.base = MergedBase(mode=mode, branch=base.branch, tip=base.tip, tree=done.tree)
+        self.progress(
+            f"{mode}: onto {base.branch} at {base.tip[:12]}, tree {done.tree[:12]}; the checks run there"
+        )
 
     def _refuse_early(
         self, work: dict[str, Any], cfg: VerifierConfig | None, by_kind: dict[CriterionKind, list[Criterion]]
@@ -453,6 +675,73 @@ class Runner:
         self.progress(f"baseline: {where}; {len(changed)} changed paths{said}")
         return base
 
+    def _restored_tree(self, co: Checkout, base: Baseline, stack: ExitStack) -> _SecondTree | None:
+        """A copy of the checkout with the test files the submission changed restored from the
+        baseline (those that exist there; everything else as submitted), made while git and the
+        checkout are still the verifier's. None when no such file changed: no second run."""
+        if base.commit is None:
+            return None
+        try:
+            changed = [p for p in co.changed_paths(base) if is_test_file(p) and not p.endswith("conftest.py")]
+            restored = {p: text for p in changed if (text := co.read_at(base, p)) is not None}
+            diff = co.diff_from(base, sorted(restored)) if restored else ""
+        except CheckoutError as exc:
+            raise RunError(f"baseline tests: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise RunError(f"baseline tests: git's answer is not UTF-8 text ({exc.reason})") from exc
+        if not restored:
+            return None
+        top = Path(tempfile.mkdtemp(prefix="taskgate-verify-"))
+        stack.callback(shutil.rmtree, top, True)
+        path = top / "checkout"
+        shutil.copytree(co.path, path, symlinks=True)
+        for rel, text in restored.items():
+            target = path / rel
+            if target.is_symlink() or target.is_dir():
+                # The submission turned the test file into a link or a directory: the baseline's
+                # file goes back in its place, never written through the link.
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text + "\n")  # git's answer lost the last newline
+        self.progress(f"baseline tests: {', '.join(sorted(restored))} restored in a second tree")
+        return _SecondTree(path=path, files=sorted(restored), diff=diff[:DIFF_MAX_CHARS])
+
+    def _second_run(
+        self,
+        tests: list[Criterion],
+        cfg: VerifierConfig,
+        co: Checkout,
+        second: _SecondTree,
+        g: Gathered,
+        stack: ExitStack,
+    ) -> None:
+        """Run the checks again on the second tree and take each test criterion's evidence from
+        it, keeping the first run's beside it. A ref the second run cannot find names a test that
+        is not in the baseline's files: its first-run evidence stands."""
+        self.progress("second run: the checks again, with the baseline's test files")
+        g2 = Gathered()
+        dirs = stack.enter_context(self.sandbox.hand_over(second.path))
+        started = self._checks(cfg, dirs, g2)
+        reports = self._reports(cfg, dataclasses.replace(co, path=second.path), g2, started, set())
+        self._test_criteria(tests, cfg, reports, g2)
+        for c in tests:
+            first, again = g.results[c.id], g2.results[c.id]
+            if again.result is Evidence.MISSING:
+                continue
+            g.results[c.id] = again.model_copy(
+                update={
+                    "restored": Restored(
+                        files=second.files,
+                        submitted=first.result,
+                        submitted_detail=first.detail,
+                        diff=second.diff,
+                    )
+                }
+            )
+
     def _diff(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> str:
         spec = cfg.reviewer or ReviewerSpec()
         if base.tip is None:
@@ -493,8 +782,29 @@ def _split(full_name: str) -> tuple[str, str]:
     return classname, name
 
 
+@dataclass(frozen=True)
+class _SecondTree:
+    path: Path
+    files: list[str]  # the test files restored from the baseline
+    diff: str  # their diff against it
+
+
 def _test_name(t: TestCase) -> str:
     return f"{t.classname}.{t.name}" if t.classname else t.name
+
+
+def occupied(root: Path, rel: str, *, parents_only: bool = False) -> str | None:
+    """What in `root` stands where `rel` would go: a link or a file above it (a copy would go
+    through or fail), or (unless `parents_only`) anything at `rel` itself. None: the way is free."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        above = root.joinpath(*parts[:i])
+        if above.is_symlink() or (above.exists() and not above.is_dir()):
+            return "/".join(parts[:i])
+    here = root / rel
+    if not parents_only and (here.is_symlink() or here.exists()):
+        return rel
+    return None
 
 
 def _one_line(text: str, limit: int = 200) -> str:

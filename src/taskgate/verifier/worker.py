@@ -15,10 +15,16 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
+from taskgate.verifier import tips
+from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
+from taskgate.verifier.checkout import Git
+from taskgate.verifier.jobs import Lines, run_jobs
+from taskgate.verifier.process import scrubbed_env
 from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox
 
@@ -27,6 +33,12 @@ DRAIN_IDLE_S = 30.0
 # After giving its slot back, a draining verifier looks at the queue once more this much later:
 # a submission the dispatcher saw while the slot was still held is in the queue's index by then.
 DRAIN_SETTLE_S = 1.0
+# How long one work request waits for a submission: under the server's cap (service/wakeups.py)
+# and the client's 30 s timeout.
+WAIT_FOR_WORK_S = 20.0
+# A start refused with these means another verifier took the task first, or it moved on: normal
+# with several verifiers, and not said in the loop.
+_RACE_CODES = ("E_CONFLICT", "E_WRONG_STATE")
 FINISH_TRIES = 3
 INTERRUPTED = "interrupted: the verifier was stopped during the run"
 
@@ -61,6 +73,15 @@ class Options:
     project: str | None = None
     interval_s: float = POLL_EVERY_S
     json: bool = False
+    jobs: int = 1  # verifications at once, each in a process of its own (jobs.py)
+    wait_s: float = WAIT_FOR_WORK_S  # how long a work request may wait for a submission
+    # Where dependency caches are kept (verifier/cache.py): "" for <home>/.taskgate/verifier-cache
+    # of whoever the verifier runs as, None for no caches at all.
+    cache_dir: str | None = ""
+    cache_max_mb: int = DEFAULT_MAX_MB
+    # A cache kept elsewhere (the cloud's S3 bucket, verifier/cache_s3.py): used instead of the
+    # local one, when caches are on at all.
+    cache_store: CacheStore | None = None
     sandbox: Sandbox = field(default_factory=Sandbox)  # who the checks run as
     drain: bool = False  # verify until nothing arrived for idle_exit_s, then exit
     idle_exit_s: float = DRAIN_IDLE_S
@@ -94,6 +115,8 @@ class Finished:
             "commit_missing": g.commit_missing,
             "commit": g.commit,
             "baseline": g.baseline.model_dump(mode="json", exclude={"diff"}) if g.baseline else None,
+            "base": g.base.model_dump(mode="json") if g.base else None,
+            "conflict": g.conflict.model_dump(mode="json") if g.conflict else None,
             "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
             "criteria": {
                 cid: r.model_dump(mode="json", exclude_none=True)
@@ -117,17 +140,33 @@ class Worker:
         self.env = dict(os.environ if env is None else env)
         self.secrets = [s for s in (opts.verifier_key, opts.reviewer_key, opts.git_token) if s]
         self._images_told: set[str] = set()
+        self.cache: CacheStore | None = None
+        if opts.cache_dir is not None and opts.cache_store is not None:
+            self.cache = opts.cache_store
+        elif opts.cache_dir is not None:
+            where = Path(opts.cache_dir) if opts.cache_dir else Path.home() / ".taskgate" / "verifier-cache"
+            self.cache = LocalCacheStore(where, opts.cache_max_mb * 1024 * 1024)
+        self._lines: Lines | None = None  # shared with the other jobs, when there are several
+        self._slot = 0  # which job this is: each takes the waiting list from another place
+        self._refused: set[str] = set()  # tasks whose start was refused for a reason of their own
+
+    def _print(self, line: str, file: TextIO) -> None:
+        if self._lines is None:
+            print(line, file=file, flush=True)
+            return
+        with self._lines.held():
+            print(line, file=file, flush=True)
 
     # -- output ------------------------------------------------------------------------------
 
     def say(self, line: str) -> None:
         """Progress a person follows; with --json, stdout carries only the run lines."""
         if not self.opts.json:
-            print(line, file=self.out, flush=True)
+            self._print(line, self.out)
 
     def note(self, line: str) -> None:
         """Something that did not become a run: on stdout with the progress, else on stderr."""
-        print(line, file=sys.stderr if self.opts.json else self.out, flush=True)
+        self._print(line, sys.stderr if self.opts.json else self.out)
 
     def _printer(self, task_id: str) -> Callable[[str], None]:
         return lambda line: self.say(f"  {task_id} {line}")
@@ -137,42 +176,75 @@ class Worker:
     def main(self) -> int:
         """0: done (--once, --task) or stopped cleanly; 1: --task refused; 2: server unreachable
         or the key refused; 130: interrupted in the middle of a run."""
+        if self.opts.task:
+            return self._guarded(lambda: 0 if self.verify(self.opts.task or "") is not None else 1)
+        if self.opts.drain:
+            return self._guarded(self.drain)
+        if self.opts.jobs > 1:
+            if not self.opts.once:
+                self.say(self._polling_line())
+            self._lines = Lines()
+            return run_jobs(self.opts.jobs, self._job, reaper=self.opts.sandbox.reaper)
+        if not self.opts.once:
+            self.say(self._polling_line())
+        return self._job(0)
+
+    def _job(self, slot: int) -> int:
+        self._slot = slot
+        return self._guarded(self.once if self.opts.once else self.poll)
+
+    def _guarded(self, body: Callable[[], int]) -> int:
         try:
-            if self.opts.task:
-                return 0 if self.verify(self.opts.task) is not None else 1
-            if self.opts.drain:
-                return self.drain()
-            if self.opts.once:
-                items, idle = self.waiting()
-                if not items:
-                    self.note(f"taskgate verify: {idle}")
-                for task_id in items:
-                    self.verify(task_id)
-                return 0
-            return self.poll()
+            return body()
         except Unreachable as exc:
-            print(f"taskgate verify: {exc}", file=sys.stderr, flush=True)
+            self._print(f"taskgate verify: {exc}", sys.stderr)
             return 2
         except KeyboardInterrupt:
             self.say("taskgate verify: stopped")
             return 130
 
-    def poll(self) -> int:
+    def _polling_line(self) -> str:
         scope = f"project {self.opts.project}" if self.opts.project else "every project this key covers"
-        self.say(
-            f"taskgate verify: {self.opts.server}, {scope}, every {self.opts.interval_s:g} s (Ctrl-C stops)"
+        jobs = f", {self.opts.jobs} at once" if self.opts.jobs > 1 else ""
+        return (
+            f"taskgate verify: {self.opts.server}, {scope}{jobs}, as soon as work arrives "
+            f"(every {self.opts.interval_s:g} s from a server that cannot say; Ctrl-C stops)"
         )
+
+    def once(self) -> int:
+        """Everything waiting now, each task at most once (a run that ends as an error leaves its
+        task waiting: it is not started again here)."""
+        tried: set[str] = set()
+        first = True
+        while True:
+            items, idle, _ = self.waiting()
+            fresh = [t for t in items if t not in tried]
+            if not fresh:
+                if first and self._slot == 0:
+                    self.note(f"taskgate verify: {idle}")
+                return 0
+            first = False
+            tried.update(fresh)
+            self._round(fresh)
+
+    def poll(self) -> int:
+        """Until stopped: ask for work, waiting on the server for it to arrive; verify what
+        came; ask again at once. Sleeps `interval_s` only when the server answered without
+        waiting (one that cannot) or offered only tasks this verifier may not start."""
         said = ""
         while True:
             try:
-                items, idle = self.waiting()
-                if not items and idle != said:  # said once, not every round
+                items, idle, waited = self.waiting(wait=self.opts.wait_s)
+                if not items and idle != said and self._slot == 0:  # said once, not every round
                     self.note(f"taskgate verify: {idle}")
                 said = "" if items else idle
-                for task_id in items:
-                    self.verify(task_id)
+                tried = self._round(items)
             except Unreachable as exc:  # a service outlives server restarts: try again next round
-                print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
+                self._print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", sys.stderr)
+                time.sleep(self.opts.interval_s)
+                continue
+            if tried or (not items and waited > 0):
+                continue
             time.sleep(self.opts.interval_s)
 
     def drain(self) -> int:
@@ -191,7 +263,7 @@ class Worker:
                     )
                     return 0
                 try:
-                    items, _ = self.waiting()
+                    items, _, _ = self.waiting()
                 except Unreachable as exc:
                     print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
                     items = []
@@ -211,7 +283,7 @@ class Worker:
                     break
                 slot.release()
                 time.sleep(DRAIN_SETTLE_S)
-                items, _ = self.waiting()
+                items, _, _ = self.waiting()
                 if not items or not slot.reacquire():
                     break
                 quiet_since = time.monotonic()
@@ -220,6 +292,16 @@ class Worker:
                 slot.release()
         self.say(f"taskgate verify: nothing waiting for {self.opts.idle_exit_s:g} s; exiting")
         return 0
+
+    def _round(self, items: list[str]) -> int:
+        """Start what can be started among `items`, from this job's place in the list (jobs
+        that start from the same place race for the same task). Returns how many it tried."""
+        self._refused &= set(items)
+        fresh = [t for t in items if t not in self._refused]
+        at = self._slot % len(fresh) if fresh else 0
+        for task_id in fresh[at:] + fresh[:at]:
+            self.verify(task_id)
+        return len(fresh)
 
     def _call(self, client: Client, method: str, path: str, body: Any = None, query: Any = None) -> Any:
         try:
@@ -231,14 +313,36 @@ class Worker:
                 ) from exc
             raise
 
-    def waiting(self) -> tuple[list[str], str]:
-        """The tasks to verify, and why there are none when there are none."""
-        query = {"project": self.opts.project} if self.opts.project else None
+    def waiting(self, *, wait: float = 0.0) -> tuple[list[str], str, float]:
+        """The tasks to verify, why there are none when there are none, and how long the server
+        waited for some (0: it answered at once, as a server without long polls does)."""
+        query: dict[str, Any] = {"project": self.opts.project} if self.opts.project else {}
+        if wait > 0:
+            query["wait"] = f"{wait:g}"
         try:
-            out = self._call(self.local, "GET", "/api/verifier/work", query=query)
+            out = self._call(self.local, "GET", "/api/verifier/work", query=query or None)
         except ApiError as exc:  # e.g. --project names no project this key covers
             raise Unreachable(f"{exc.body.get('code', exc.status)}: {exc.body.get('message', '')}") from exc
-        return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project)
+        waited = float(out.get("wait_s") or 0.0)
+        if self._notice_base_moves(out.get("projects", [])):
+            # A moved base made verified tasks stale: ask again at once, for them too.
+            query.pop("wait", None)
+            out = self._call(self.local, "GET", "/api/verifier/work", query=query or None)
+        return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project), waited
+
+    def _notice_base_moves(self, projects: list[dict[str, Any]]) -> bool:
+        """Read each project's base tip and report the ones that moved (verifier/tips.py)."""
+        git = Git(scrubbed_env(self.env), self.opts.git_token)
+
+        def report(project: str, ref: str, tip: str) -> dict[str, Any]:
+            path = f"/api/verifier/projects/{_path(project)}/base"
+            out: dict[str, Any] = self._call(self.local, "POST", path, {"ref": ref, "after": tip})
+            return out
+
+        said = tips.notice_moves(git, projects, report)
+        for line in said:
+            self.say(f"taskgate verify: {line}")
+        return bool(said)
 
     def verify(self, task_id: str) -> Finished | None:
         """One run on one task; None if the server would not start it (someone else has it, or
@@ -248,7 +352,9 @@ class Worker:
             work = self._call(self.local, "POST", "/api/verifier/runs", {"task_id": task_id})
         except ApiError as exc:
             code = exc.body.get("code", exc.status)
-            self.note(f"{task_id}: not started ({code}: {exc.body.get('message', '')})")
+            if self.opts.task or code not in _RACE_CODES:
+                self.note(f"{task_id}: not started ({code}: {exc.body.get('message', '')})")
+                self._refused.add(task_id)
             return None
         run_id = work["run_id"]
         self.say(f"{task_id}: verifying {work['commit_sha'][:12]} (run {run_id})")
@@ -261,6 +367,7 @@ class Worker:
             reviewer_available=self.reviewer is not None,
             progress=self._printer(task_id),
             sandbox=self.opts.sandbox,
+            cache=self.cache,
         )
         try:
             gathered = runner.execute(work)
@@ -333,6 +440,8 @@ class Worker:
             **({"hidden_tests": g.hidden.model_dump(mode="json")} if g.hidden is not None else {}),
             **({"screened": [h.model_dump(mode="json") for h in g.screened]} if g.screened else {}),
             **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
+            **({"base": g.base.model_dump(mode="json")} if g.base else {}),
+            **({"conflict": g.conflict.model_dump(mode="json")} if g.conflict else {}),
         }
         for attempt in range(FINISH_TRIES):
             try:
@@ -354,7 +463,7 @@ class Worker:
 
     def _report(self, r: Finished) -> None:
         if self.opts.json:
-            print(json.dumps(r.as_json(), sort_keys=True), file=self.out, flush=True)
+            self._print(json.dumps(r.as_json(), sort_keys=True), self.out)
             return
         t = r.gathered.timings
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in t.items())
@@ -417,11 +526,22 @@ def options_from_env(
     sandbox: Sandbox | None = None,
     drain: bool = False,
     idle_exit_s: float = DRAIN_IDLE_S,
+    jobs: int = 1,
 ) -> Options:
     e = os.environ if env is None else env
     key = e.get("TASKGATE_VERIFIER_KEY", "").strip()
     if not key:
         raise SystemExit("taskgate verify: set TASKGATE_VERIFIER_KEY to a local verifier key (tgv_...)")
+    cache_dir = e.get("TASKGATE_VERIFIER_CACHE", "").strip()
+    raw_mb = e.get("TASKGATE_VERIFIER_CACHE_MB", "").strip()
+    try:
+        cache_mb = int(raw_mb) if raw_mb else DEFAULT_MAX_MB
+    except ValueError:
+        cache_mb = 0
+    if cache_mb < 1:
+        raise SystemExit(
+            f"taskgate verify: TASKGATE_VERIFIER_CACHE_MB must be a whole number of MB, not {raw_mb!r}"
+        )
     return Options(
         server=server,
         verifier_key=key,
@@ -435,4 +555,7 @@ def options_from_env(
         sandbox=sandbox or Sandbox(),
         drain=drain,
         idle_exit_s=idle_exit_s,
+        jobs=jobs,
+        cache_dir=None if cache_dir == "off" else cache_dir,
+        cache_max_mb=cache_mb,
     )

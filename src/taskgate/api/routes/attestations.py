@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 from taskgate import runtime
 from taskgate.api.access import Access, caller, route
 from taskgate.api.schemas import AttestationKey, AuditOut, ChainMismatch, UnchainedTask
+from taskgate.api.serial import unlocked
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.service import attestations, audit
 
@@ -62,7 +63,8 @@ def task_attestations(task_id: str) -> Response[str]:
     tags=TAGS,
 )
 def audit_project(project: str) -> AuditOut:
-    done = audit.verify_project(runtime.context(), caller(), project)
+    with unlocked():  # it reads every task of the project: other requests go on meanwhile
+        done = audit.verify_project(runtime.context(), caller(), project)
     return AuditOut(
         project=done.project,
         ok=done.ok,

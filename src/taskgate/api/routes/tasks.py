@@ -52,8 +52,8 @@ def list_tasks(
         limit=limit,
         cursor=cursor,
     )
-    on = runtime.context().project(project).verification_on
-    return TaskPage(items=[TaskOut.of(t, on) for t in items], cursor=next_cursor)
+    p = runtime.context().project(project)
+    return TaskPage(items=[TaskOut.of(t, p.verification_on, p.base_tip) for t in items], cursor=next_cursor)
 
 
 @route("POST", "/api/projects/<project>/tasks", H, summary="Create a task", status=201, tags=TAGS, body=True)
@@ -96,7 +96,7 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
     runs = tasks.runs(ctx, who, task_id)
     return TaskDetail(
-        task=TaskOut.of(task, ctx.project(task.project).verification_on),
+        task=TaskOut.of(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
         history=history,
         history_cursor=next_history,
         runs=runs,
@@ -153,7 +153,9 @@ def accept_task(task_id: str) -> TaskOut:
 def accept_batch(project: str, body: BatchAccept) -> BatchResult:
     out = review.accept_batch(runtime.context(), caller(), body.task_ids, project=project)
     refused = [{**r, "hint": HINTS[ErrorCode(r["code"])]} for r in out.refused]
-    return BatchResult.model_validate({"accepted": [TaskOut.of(t) for t in out.accepted], "refused": refused})
+    return BatchResult.model_validate(
+        {"accepted": [TaskOut.of(t) for t in out.accepted], "refused": refused, "warnings": out.warnings}
+    )
 
 
 @route(

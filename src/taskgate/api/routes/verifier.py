@@ -9,9 +9,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from taskgate import runtime, telemetry
 from taskgate.api.access import Access, caller, route
-from taskgate.api.schemas import FinishIn, ReviewIn, RunFinished, RunWork, StartRun, WaitingWork
+from taskgate.api.schemas import (
+    BaseMoved,
+    BaseMovedIn,
+    FinishIn,
+    ReviewIn,
+    RunFinished,
+    RunWork,
+    StartRun,
+    WaitingWork,
+)
 from taskgate.domain.models import VerificationRun
-from taskgate.service import verification
+from taskgate.service import staleness, verification
 from taskgate.telemetry import Metric
 
 TAGS = ("verifier",)
@@ -26,10 +35,19 @@ RUN = "/api/verifier/runs/<task_id>/<run_id>"
     "that has verification on",
     tags=TAGS,
 )
-def waiting_work(project: Annotated[str | None, Query()] = None) -> WaitingWork:
-    waiting, queues = verification.queues(runtime.context(), caller(), project)
+def waiting_work(
+    project: Annotated[str | None, Query()] = None,
+    wait: Annotated[
+        float | None,
+        Query(
+            description="With nothing to start, wait up to this many seconds (at most 20) for a "
+            "submission before answering; the answer's wait_s says what was honoured"
+        ),
+    ] = None,
+) -> WaitingWork:
+    waiting, queues, waited = verification.queues_waiting(runtime.context(), caller(), project, wait or 0.0)
     return WaitingWork.model_validate(
-        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues]}
+        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues], "wait_s": waited}
     )
 
 
@@ -81,6 +99,22 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         hidden=body.hidden_tests,
         screened=body.screened,
         baseline=body.baseline,
+        base=body.base,
+        conflict=body.conflict,
     )
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
+
+
+@route(
+    "POST",
+    "/api/verifier/projects/<project>/base",
+    Access.LOCAL_VERIFIER,
+    summary="The base branch moved: its new tip, from a verifier's poll or a git host's push webhook "
+    "(ref, after); verified tasks on an older tip become stale and are verified again",
+    tags=TAGS,
+    body=True,
+)
+def base_moved(project: str, body: BaseMovedIn) -> BaseMoved:
+    moved = staleness.base_moved(runtime.context(), caller(), project, ref=body.ref, tip=body.after)
+    return BaseMoved.model_validate(vars(moved))

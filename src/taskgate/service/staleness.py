@@ -1,0 +1,132 @@
+"""Verdicts that go stale when the base branch moves: the tip as last reported (a verifier's
+poll, a git host's push webhook, the nightly run), the verified tasks whose verdict was reached on
+another tip, and what a re-verification on the new tip does to them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from taskgate.domain import outcome as rules
+from taskgate.domain.clock import iso
+from taskgate.domain.errors import invalid
+from taskgate.domain.lifecycle import Action
+from taskgate.domain.merging import BaseTip, MergedBase, held_for, is_stale
+from taskgate.domain.models import Project, Status, Task
+from taskgate.domain.permissions import Op, authorize
+from taskgate.domain.principals import Acting
+from taskgate.service import records
+from taskgate.service.context import Context, event, put_event
+from taskgate.store.port import Put
+
+# Accepted tasks named in a "breaks on the new base" finding; the rest are counted.
+GAINED_SHOWN = 10
+_BRANCH_REF = "refs/heads/"
+
+
+def stale(project: Project, task: Task) -> bool:
+    """A verified task whose verdict holds for another tip than the base branch's known one."""
+    known = project.base_tip
+    return (
+        task.status is Status.VERIFIED
+        and known is not None
+        and task.verified_base is not None
+        and task.verified_base.branch == known.branch
+        and is_stale(task.verified_base, known.tip)
+    )
+
+
+def stale_tasks(ctx: Context, project: Project) -> list[Task]:
+    """The project's stale verified tasks, oldest verdict first (re-verified in that order)."""
+    if project.base_tip is None:
+        return []
+    found = [t for t in ctx.tasks_in_status(project.name, Status.VERIFIED) if stale(project, t)]
+    return sorted(found, key=lambda t: t.status_changed_at)
+
+
+@dataclass(frozen=True)
+class Moved:
+    project: str
+    branch: str
+    tip: str
+    changed: bool  # the tip was new to the server
+    ignored: str | None  # why the report changed nothing (another branch), when it did not
+    stale: list[str]  # the verified tasks now stale, oldest first
+
+
+def branch_of_ref(ref: str) -> str:
+    """`refs/heads/main` (a git host's push event) or `main` -> `main`."""
+    branch = ref.removeprefix(_BRANCH_REF)
+    if not branch or branch.startswith("refs/") or any(c.isspace() for c in branch):
+        raise invalid(f"ref {ref!r} names no branch (refs/heads/<branch> or <branch>)")
+    return branch
+
+
+def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: str) -> Moved:
+    """Record the base branch's tip as a verifier or a git host's push reported it. A push to
+    another branch is answered and changes nothing. The verified tasks on an older tip are stale
+    from here: the verifier's work queue offers them for re-verification, oldest first."""
+    authorize(Op.VERIFY, who, project=project_name)
+    branch = branch_of_ref(ref)
+    tip = tip.strip().lower()
+    try:
+        BaseTip(branch=branch, tip=tip, at="", by="")
+    except ValueError:
+        raise invalid(f"tip {tip!r} is not a full commit id (40 or 64 hex digits)") from None
+    project = ctx.project(project_name)
+    cfg = project.verifier_config
+    wanted = cfg.base_branch_choice() if cfg is not None else None
+    known = project.base_tip
+    if wanted is None and known is not None:
+        wanted = known.branch  # the branch the verifier found (main, or the repository's HEAD)
+    if wanted is not None and branch != wanted:
+        return Moved(project_name, branch, tip, False, f"{branch} is not the base branch ({wanted})", [])
+    changed = known is None or (known.branch, known.tip) != (branch, tip)
+    if changed:
+        now = ctx.clock.now()
+        new = project.model_copy(
+            update={"base_tip": BaseTip(branch=branch, tip=tip, at=iso(now), by=who.actor)}
+        )
+        ev = event(who, "base_moved", project=project_name, at=now, branch=branch, tip=tip,
+                   previous=known.tip if known is not None else None)  # fmt: skip
+        ctx.commit([Put(records.project_item(new), project.version), put_event(ev)])
+        project = new
+    return Moved(project_name, branch, tip, changed, None, [t.id for t in stale_tasks(ctx, project)])
+
+
+def reverify_action(verdict: rules.Outcome) -> Action:
+    """Where a re-verification on a new tip takes a verified task. Failing its own criteria is
+    its executor's failure (an attempt); failing only a check (what the base gained broke
+    something else with it) is not; an error leaves the verdict as it was, still stale."""
+    if verdict.verdict is rules.Verdict.PASSED:
+        return Action.STALE_PASS
+    if verdict.verdict is rules.Verdict.FAILED:
+        return Action.STALE_FAIL if verdict.criteria else Action.STALE_BREAK
+    return Action.STALE_ERROR
+
+
+def breaks_on_new_base(ctx: Context, task: Task, base: MergedBase | None, summary: str) -> str:
+    """A re-verification's failure, said as one: it breaks on the new base, and which accepted
+    tasks' commits the base gained since the task was verified (those the server knows)."""
+    since = task.status_changed_at
+    gained = sorted(
+        (t for t in ctx.tasks_in_status(task.project, Status.DONE) if t.status_changed_at >= since),
+        key=lambda t: t.status_changed_at,
+    )
+    named = []
+    for t in gained[:GAINED_SHOWN]:
+        sub = t.last_submission()
+        sha = (sub.resolved_commit or sub.commit_sha)[:12] if sub is not None else "?"
+        named.append(f"{t.id} ({sha})")
+    more = len(gained) - len(named)
+    was = held_for(task.verified_base)
+    text = f"breaks on the new base ({held_for(base)}; it was verified on {was.removeprefix('the commit ')})"
+    if named:
+        text += "; accepted since: " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    return f"{text}: {summary}"
+
+
+def accept_warning(project: Project, task: Task) -> str:
+    """What accepting a stale task says."""
+    known = project.base_tip
+    now = f"{known.branch} is at {known.tip[:12]} now" if known is not None else "the base has moved"
+    return f"{task.id} was verified on {held_for(task.verified_base).removeprefix('the commit ')}, and {now}: its verdict is stale"
