@@ -176,6 +176,7 @@ def main() -> None:
                     f"run={i + 1} verdict={line['verdict']} total_s={t['total_s']:.3f} "
                     f"checkout_s={t['checkout_s']:.3f} checks_s={t['checks_s']:.3f} "
                     f"reports_s={t['reports_s']:.4f} reporting_s={t['reporting_s']:.3f} "
+                    f"screen_s={t.get('screen_s', 0.0):.3f} "
                     f"checks_own_s={t['checks_own_s']:.3f} overhead={share:.3f} process_s={process_s:.3f}",
                     flush=True,
                 )

@@ -8,7 +8,7 @@ from typing import Any
 
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.merging import MergeConflict, MergedBase
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, ScreenHit
 from taskgate.domain.principals import Acting
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service import verification
@@ -67,6 +67,7 @@ def run_verifier(
     reviewer: Acting | None = None,
     error: str | None = None,
     checks: dict[str, CheckResult] | None = None,
+    screened: list[ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
     base: MergedBase | None = None,
     conflict: MergeConflict | None = None,
@@ -92,6 +93,7 @@ def run_verifier(
         else {name: OK for name in (cfg.checks if cfg else {CHECK: None})},
         results={} if evidence is None else local_results(criteria, evidence),
         error=error,
+        screened=screened,
         baseline=baseline,
         base=base,
     )

@@ -40,7 +40,7 @@ from taskgate.domain.models import (
     VerificationRun,
     VerifierKind,
 )
-from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.outcome import CheckResult, CriterionResult, HiddenRun, ScreenHit
 from taskgate.domain.taskview import attempt_state, flags, mismatches
 from taskgate.domain.text import CheckedText
 from taskgate.domain.verifier_config import VerifierConfig
@@ -595,6 +595,18 @@ class FinishIn(In):
         description="The full commit the verifier checked out (`git rev-parse HEAD`: 40 or 64 "
         "lowercase hex digits), which must start with the submitted one (an agent may submit an "
         "abbreviation). Signed statements name it as the subject's gitCommit.",
+    )
+    hidden_tests: HiddenRun | None = Field(
+        default=None,
+        description="What the verifier config's hidden tests did: the commit placed, how many ran, "
+        "the failing ones (names, or with messages under reveal: messages). Required when the "
+        "config names hidden tests.",
+    )
+    screened: list[ScreenHit] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Lines the submission adds that read or end their grader (the screen's hits): "
+        "the run goes to a human.",
     )
     baseline: BaselineEvidence | None = Field(
         default=None,

@@ -149,6 +149,11 @@ def build(
             "protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
             if cfg
             else [],
+            **(
+                {"hidden_tests": hidden_tests_note(cfg.hidden_tests.reveal)}
+                if cfg and cfg.hidden_tests
+                else {}
+            ),
             **merging.brief_lines(
                 cfg.merge if cfg else None, cfg.base_branch_choice() if cfg else None, task
             ),
@@ -210,6 +215,17 @@ def build(
 Clip = Callable[[str, int, str], str]
 
 
+def hidden_tests_note(reveal: str) -> str:
+    """What the brief says of hidden tests: that they exist and what a failure reveals; never
+    where they come from or what they hold."""
+    said = "its name and its failure message" if reveal == "messages" else "its name only"
+    return (
+        "Hidden tests you cannot see also run in the checks: write the behaviour the spec asks for, "
+        f"not code fitted to the visible tests. A failing hidden test fails the run; its finding gives {said}, "
+        "and the checks' output is withheld."
+    )
+
+
 def _finding(f: Finding, prose: Clip, tail: Clip) -> dict[str, Any]:
     """A finding for the next executor: what failed, failing criteria first, each failing test by
     its full name with its own message, then each failing check with the end of its output."""
@@ -236,6 +252,14 @@ def _finding(f: Finding, prose: Clip, tail: Clip) -> dict[str, Any]:
                 ),
             }
             for c in f.criteria
+        ]
+    if f.hidden_tests:
+        out["hidden_tests"] = [
+            {
+                "name": t.name,
+                **({"message": prose(t.message, ITEM_TEXT_CHARS, "a test message")} if t.message else {}),
+            }
+            for t in f.hidden_tests
         ]
     if f.checks:
         out["checks"] = [

@@ -117,9 +117,9 @@ _ROWS: list[Move] = [
     # attempt is not used (it stays open, like one that waits after verifier errors, until a
     # human requeues, revises the spec or verifies it again).
     Move(S.NEEDS_VERIFICATION, A.VERIFY_SPEC_ERROR, S.NEEDS_HUMAN, Who.SERVER),
-    # A submission that changes what judges it (a protected path) is
-    # not decided by its checks. A human allows the change (reverify) or reopens the task with
-    # findings, which uses the attempt the hold left open.
+    # A submission a gate rule gives to a person (it changes a protected path, or adds code
+    # that reads its grader) is not decided by its checks; no attempt is used. A human allows
+    # it (reverify) or reopens the task with findings, which uses the attempt the hold left open.
     Move(S.NEEDS_VERIFICATION, A.VERIFY_HOLD, S.NEEDS_HUMAN, Who.SERVER),
     Move(S.NEEDS_HUMAN, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     # The submission does not merge onto the base branch's tip. The
@@ -377,7 +377,9 @@ def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") ->
     if move.action is Action.VERIFY_SPEC_ERROR:
         return WhyHuman.SPEC_ERROR, text or "spec error: a ref matches more than one test or group"
     if move.action is Action.VERIFY_HOLD:
-        return WhyHuman.HELD, text or "the submission changes protected paths"
+        # Which rule held it (HELD or READS_GRADER) is the outcome rule's to say: the service
+        # sets it from the verdict; HELD is the reason a hold has without one.
+        return WhyHuman.HELD, text or "the gate's rules hold the submission for a person"
     if move.action is Action.VERIFY_ERROR:
         last = f"; the last: {text}" if text else ""
         return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"

@@ -260,6 +260,8 @@ class Finding(Record):
     self_report_mismatch: list[str] = Field(default_factory=list)
     criteria: list[FailedCriterion] = Field(default_factory=list)
     checks: list[FailedCheck] = Field(default_factory=list)
+    # Failing hidden tests, as much as the verifier config reveals of them (names, or messages).
+    hidden_tests: list[FailedTest] = Field(default_factory=list)
 
 
 class WhyHuman(StrEnum):
@@ -270,10 +272,16 @@ class WhyHuman(StrEnum):
     SPEC_ERROR = "spec_error"  # a ref of the spec matched more than one test or group
     ESCALATED = "escalated"
     REPORTED_FAILURE = "reported_failure"  # report_failure kind spec_gap or design_conflict
+    READS_GRADER = "reads_grader"  # the screen found code that reads or ends its grader
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
     MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
     # Its named tests pass only with the submission's own edits to them.
     TESTS_EDITED = "tests_edited"
+
+
+# The reasons a gate rule holds a submission for a person (the verdict needs_human): a human
+# allows it and verifies again, or reopens the task with findings.
+RULE_HOLDS = frozenset({WhyHuman.HELD, WhyHuman.TESTS_EDITED, WhyHuman.READS_GRADER})
 
 
 class NeedsHuman(Record):
@@ -476,6 +484,10 @@ class VerificationRun(Record):
     # it was committed with (the order of a task's statements)
     attestation: dict[str, Any] | None = None
     attestation_seq: int | None = None
+    # The hidden tests this run placed in its checkout: their commit, how many ran, how many failed.
+    hidden_tests: dict[str, Any] | None = None
+    # What the screen found in the lines the submission adds (domain/screen.py), for the human.
+    screened: list[dict[str, Any]] = Field(default_factory=list)
     # What the checks ran on (the submission merged onto a base tip), and a conflict instead
     base: MergedBase | None = None
     conflict: MergeConflict | None = None

@@ -6,12 +6,23 @@ checkout failure) is an error, which uses no attempt. A run whose only non-passi
 ambiguous test refs is a spec error: no executor can fix it, so it goes to a human and uses no
 attempt. A submitted commit the verifier's repository does not hold is the executor's failure
 (it did not push), with a finding saying so.
+
+Hidden tests (verifier config `hidden_tests`) count like any other: one failing fails the run,
+and the executor's finding names it (with its message only under `reveal: "messages"`). A config
+that names hidden tests and a run that reports none is an error: the tests were not run. Code
+that reads or ends its grader (domain/screen.py) sends a run that would otherwise be decided to
+a human, with the lines quoted, and uses no attempt.
+
+Both rules that give a run to a person (a change to protected paths no human allowed, and the
+screen's hits) end in the one verdict NEEDS_HUMAN; `Outcome.why_human` says which. When both
+apply, the held paths win: a human allows them (or reopens), and the run verified again is
+screened again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Literal
 
@@ -27,8 +38,11 @@ from taskgate.domain.models import (
     SelfReport,
     Spec,
     Submission,
+    WhyHuman,
 )
 from taskgate.domain.runners import RUNNER_CHARS
+from taskgate.domain.screen import Hit
+from taskgate.domain.screen import reason as screen_reason
 from taskgate.domain.text import tail_lines
 from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
@@ -103,13 +117,34 @@ class CriterionResult(BaseModel):
     restored: Restored | None = None
 
 
+class ScreenHit(BaseModel):
+    """One added line the screen found (domain/screen.py), as the verifier sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=1000)
+    line: int = Field(ge=1, le=10_000_000)
+    rule: str = Field(min_length=1, max_length=40)
+    text: str = Field(max_length=400)
+
+
+class HiddenRun(BaseModel):
+    """What a run's hidden tests did: the commit placed, how many of their testcases the
+    reports held, and the failing ones as the config reveals them (names, or messages)."""
+
+    model_config = ConfigDict(extra="forbid")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    ran: int = Field(ge=0, le=10_000_000)
+    failed: list[FailedTest] = Field(default_factory=list, max_length=50)
+    failed_count: int = Field(default=0, ge=0, le=10_000_000)
+
+
 class Verdict(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"
     SPEC_ERROR = "spec_error"
-    # The gate's rules hold the submission for a person (it changes protected paths): no
-    # attempt is used, and a human allows the change or reopens the task.
+    # A rule gives the submission to a person (it changes protected paths, or adds code that
+    # reads its grader): no attempt is used; the Outcome's `why_human` says which rule.
     NEEDS_HUMAN = "needs_human"
 
 
@@ -132,11 +167,14 @@ class Outcome:
     # The same failures with what the verifier saw: each test's message, each check's output.
     criteria: list[FailedCriterion] = field(default_factory=list)
     checks: list[FailedCheck] = field(default_factory=list)
+    hidden_tests: list[FailedTest] = field(default_factory=list)
     # NEEDS_HUMAN: the protected paths the submission changes, and their diff.
     held: list[str] = field(default_factory=list)
     diff: str = ""
     # NEEDS_HUMAN: the test criteria that pass only with the submission's edits to their tests.
     edited: list[str] = field(default_factory=list)
+    # NEEDS_HUMAN: which rule gives it to a person (HELD or TESTS_EDITED win over READS_GRADER).
+    why_human: WhyHuman | None = None
 
 
 def command_criteria_allowed(criteria: list[Criterion], spec: Spec | None) -> bool:
@@ -185,23 +223,73 @@ def decide(
     config: VerifierConfig | None = None,
     error: str | None = None,
     missing_commit: tuple[str, str] | None = None,
+    hidden: HiddenRun | None = None,
+    screened: list[ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
     allowed: Sequence[str] = (),
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
     places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
-    the verifier fetched the repository and the submitted commit is not in it. `baseline`: what
-    the submission changed (None: a verifier that did not say); `allowed`: the protected paths a
-    human allowed this submission to change."""
-    held = held_paths(config, baseline, allowed)
+    the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
+    the hidden tests did; `screened`: the screen's hits in the lines the submission adds.
+    `baseline`: what the submission changed (None: a verifier that did not say); `allowed`: the
+    protected paths a human allowed this submission to change.
+
+    Both rules that give a run to a person apply whatever the checks said. When both do, the
+    held paths win (why_human HELD, so a human can allow them); the summary names the screen's
+    hits too, and a run verified again after the allowance is screened again."""
+    out = _decide(
+        criteria=criteria,
+        spec=spec,
+        checks=checks,
+        results=results,
+        submission=submission,
+        config=config,
+        error=error,
+        missing_commit=missing_commit,
+        hidden=hidden,
+        held=held_paths(config, baseline, allowed),
+        diff=baseline.diff if baseline is not None else "",
+    )
+    if not screened:
+        return out
+    hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
+    if out.verdict is Verdict.NEEDS_HUMAN:
+        return replace(out, summary=f"{out.summary}; and {screen_reason(hits)}")
+    # Whatever the checks did: code that ends its grader makes a check "fail" without a
+    # report (an error of the run) as easily as it makes one pass.
+    also = f" (the run itself: {out.summary})" if out.verdict is Verdict.ERROR else ""
+    return Outcome(
+        Verdict.NEEDS_HUMAN,
+        screen_reason(hits) + also,
+        evidence=out.evidence,
+        why_human=WhyHuman.READS_GRADER,
+    )
+
+
+def _decide(
+    *,
+    criteria: list[Criterion],
+    spec: Spec | None,
+    checks: dict[str, CheckResult],
+    results: dict[str, CriterionResult],
+    submission: Submission | None,
+    config: VerifierConfig | None,
+    error: str | None,
+    missing_commit: tuple[str, str] | None,
+    hidden: HiddenRun | None,
+    held: list[str],
+    diff: str,
+) -> Outcome:
     if error and held:
         # The run broke after the verifier saw a changed harness: that change may be why.
         return Outcome(
             Verdict.NEEDS_HUMAN,
             f"{held_reason(held)}; the run also broke: {error}",
             held=held,
-            diff=baseline.diff if baseline is not None else "",
+            diff=diff,
+            why_human=WhyHuman.HELD,
         )
     if error:
         return Outcome(Verdict.ERROR, f"verifier error: {error}")
@@ -226,6 +314,9 @@ def decide(
     missing = missing_tools(checks, config)
     if missing:
         return Outcome(Verdict.ERROR, missing)
+    if config is not None and config.hidden_tests is not None and hidden is None:
+        # A verifier that skipped them (an older one, or one that lost them) decided nothing.
+        return Outcome(Verdict.ERROR, "the verifier config names hidden tests and the run reports none ran")
     held_ids = {c.id for c in criteria}
     if not command_criteria_allowed(criteria, spec):
         return Outcome(
@@ -290,9 +381,13 @@ def decide(
         for n in failing_checks
     ]
     # Failing criteria first: the executor fixes those; a check's output says more about them.
-    findings = [_line(f) for f in failed] + [
-        report_problems.get(f.name) or f"check {f.name} exited {f.exit_code}" for f in failed_checks
-    ]
+    hidden_failed = [_short(t) for t in hidden.failed] if hidden is not None else []
+    hidden_count = max(hidden.failed_count, len(hidden.failed)) if hidden is not None else 0
+    findings = (
+        [_line(f) for f in failed]
+        + [_hidden_line(t) for t in hidden_failed]
+        + [report_problems.get(f.name) or f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+    )
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
@@ -307,8 +402,10 @@ def decide(
             counted,
             failed,
             failed_checks,
+            hidden_failed,
             held=held,
-            diff=baseline.diff if baseline is not None else "",
+            diff=diff,
+            why_human=WhyHuman.HELD,
         )
     edited = edited_tests(criteria, counted)
     if edited:
@@ -323,14 +420,15 @@ def decide(
             failed_checks,
             diff=edited_diff(edited, counted),
             edited=edited,
+            why_human=WhyHuman.TESTS_EDITED,
         )
-    if not failing_checks and not failed:
+    if not failing_checks and not failed and not hidden_count:
         return Outcome(
             Verdict.PASSED,
             f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
             evidence=counted,
         )
-    if not failing_checks and all(f.spec_error for f in failed):
+    if not failing_checks and not hidden_count and all(f.spec_error for f in failed):
         # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
         # the executor's "pass" may be right.
         summary = "spec error: " + "; ".join(
@@ -350,7 +448,15 @@ def decide(
             f"{_count(len(failed), 'criterion', 'criteria')} without positive evidence: "
             + ", ".join(failed_ids)
         )
-    return Outcome(Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks)
+    if hidden_count:
+        parts.append(f"{_count(hidden_count, 'hidden test')} failed")
+    return Outcome(
+        Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks, hidden_failed
+    )
+
+
+def _hidden_line(t: FailedTest) -> str:
+    return f"hidden test {t.name} failed" + (f": {t.message}" if t.message else "")
 
 
 def _report_problems(checks: Mapping[str, CheckResult], reports: Mapping[str, str]) -> dict[str, str]:
@@ -382,14 +488,16 @@ def _report_problems(checks: Mapping[str, CheckResult], reports: Mapping[str, st
 def held_paths(
     config: VerifierConfig | None, baseline: BaselineEvidence | None, allowed: Sequence[str] = ()
 ) -> list[str]:
-    """The protected paths the submission changes that no human allowed. A list cut at
-    MAX_CHANGED holds the run too (its name stands for the paths past the cut)."""
+    """The protected paths the submission changes that no human allowed, but for those the
+    hidden tests replace. A list cut at MAX_CHANGED holds the run too (its name stands for the
+    paths past the cut)."""
     if config is None or baseline is None:
         return []
     globs = protect_globs(config.protect, [c.command for c in config.checks.values()])
     if not globs:
         return []
-    found = protected(baseline.changed, globs, baseline.harness_unchanged)
+    changed = [p for p in baseline.changed if not config.replaced_before_checks(p)]
+    found = protected(changed, globs, baseline.harness_unchanged)
     if baseline.changed_total > len(baseline.changed):
         found.append(f"(and {baseline.changed_total - len(baseline.changed)} more changed paths not listed)")
     return [p for p in found if p not in set(allowed)]

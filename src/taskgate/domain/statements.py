@@ -33,7 +33,7 @@ RESULTS = {
     "failed": "FAILED",
     "error": "WARNED",
     "spec_error": "WARNED",
-    "needs_human": "WARNED",
+    "needs_human": "WARNED",  # decided nothing about the code: a person does
     "conflict": "FAILED",  # the submission did not merge onto the base: nothing ran
 }
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskgate.domain.baseline import valid_glob
+from taskgate.domain.screen import RULES as SCREEN_RULES
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # Minutes, fractions allowed (a lint check may deserve 30 seconds); 15 per check by default.
@@ -100,6 +101,36 @@ class ReviewerSpec(BaseModel):
     base_branch: str = Field(default="main", min_length=1, max_length=200)
 
 
+def _inside_hidden(v: str, what: str) -> str:
+    parts = v.replace("\\", "/").split("/")
+    if v.startswith(("/", "~")) or ".." in parts:
+        raise ValueError(f"{what} must be relative and stay inside the checkout")
+    return v
+
+
+class HiddenTests(BaseModel):
+    """Tests the executor never sees: fetched by the verifier with its own credentials from a
+    repository of their own and placed at `into` in the checkout before the checks run."""
+
+    model_config = ConfigDict(extra="forbid")
+    repo: str = Field(
+        min_length=1, max_length=2000, pattern=r"^[^-\s]\S*$", description="git URL or local path"
+    )
+    # Never starting with "-": git would read it as an option.
+    ref: str = Field(min_length=1, max_length=200, pattern=r"^[^\s~^:?*\[\\-][^\s~^:?*\[\\]*$")
+    into: str = Field(min_length=1, max_length=300)
+    # What the executor's findings say of a failing hidden test: its name, or also its message.
+    reveal: Literal["names", "messages"] = "names"
+
+    @field_validator("into")
+    @classmethod
+    def _into(cls, v: str) -> str:
+        v = _inside_hidden(v, "hidden_tests.into").strip("/")
+        if not v or v == "." or v.split("/")[0] == ".git":
+            raise ValueError("hidden_tests.into must name a directory inside the checkout (not . or .git)")
+        return v
+
+
 class VerifierConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     check_timeout_minutes: float = Field(default=15, ge=MIN_TIMEOUT_MINUTES, le=MAX_TIMEOUT_MINUTES)
@@ -127,6 +158,30 @@ class VerifierConfig(BaseModel):
     merge: Literal["merge", "rebase", "none"] | None = None
     # False: a verified task whose base has moved is not accepted until it is re-verified.
     accept_stale: bool = True
+
+    hidden_tests: HiddenTests | None = None
+    # path glob -> screen rule ids (domain/screen.py RULES) or "*": code a human allowed there.
+    screen_allow: dict[str, list[str]] = Field(default_factory=dict, max_length=100)
+
+    @field_validator("screen_allow")
+    @classmethod
+    def _screen_allow(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for glob, rules in v.items():
+            if not glob or len(glob) > 300:
+                raise ValueError("screen_allow: a path glob is 1 to 300 characters")
+            unknown = sorted(r for r in rules if r != "*" and r not in SCREEN_RULES)
+            if unknown or not rules:
+                raise ValueError(
+                    f"screen_allow[{glob!r}]: unknown rule {', '.join(unknown) or '(none given)'}; "
+                    f"known: {', '.join(SCREEN_RULES)} or *"
+                )
+        return v
+
+    def replaced_before_checks(self, path: str) -> bool:
+        """Whether the verifier replaces `path` before any check runs (the hidden tests' `into`
+        directory, placed whole): what the submission put there never runs, so it holds nothing."""
+        into = self.hidden_tests.into if self.hidden_tests is not None else None
+        return into is not None and (path == into or path.startswith(into + "/"))
 
     def base_branch_choice(self) -> str | None:
         """The base branch a human named (here or for the reviewer); None leaves it to the

@@ -102,6 +102,12 @@ def for_run(
         facts["error"] = error
     else:
         facts["baseline"] = baseline_facts(run.baseline)
+    if run.hidden_tests is not None:
+        # Which hidden tests were run (their commit), never what they hold.
+        h = run.hidden_tests
+        facts["hiddenTests"] = {"commit": h["commit"], "ran": h["ran"], "failed": h.get("failed_count", 0)}
+    if run.screened:
+        facts["screened"] = [{"path": h["path"], "line": h["line"], "rule": h["rule"]} for h in run.screened]
     # The subject stays the submitted commit; what the checks ran on is said here: the base tip
     # it was merged onto and the merge's tree id (or the conflict that stopped the run).
     if run.base is not None:

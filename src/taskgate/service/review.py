@@ -11,6 +11,7 @@ from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
+    RULE_HOLDS,
     AllowedChange,
     Attestation,
     Finding,
@@ -225,9 +226,10 @@ def _reopen(ctx: Context, who: Acting, task_id: str, findings: list[str]) -> Tas
     if who.is_delegated:
         refuse_own_work(who, task)
     if task.status is Status.NEEDS_HUMAN and (
-        task.needs_human is None or task.needs_human.why not in {WhyHuman.HELD, WhyHuman.TESTS_EDITED}
+        task.needs_human is None or task.needs_human.why not in RULE_HOLDS
     ):
-        # Only a held submission is answered with findings there; others are requeued or revised.
+        # Only a submission a gate rule held is answered with findings there; others are
+        # requeued or revised.
         raise TaskgateError(
             ErrorCode.WRONG_STATE,
             f"{task_id} waits for a human for another reason than a held submission: requeue it, "

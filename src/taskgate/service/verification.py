@@ -30,7 +30,6 @@ from taskgate.domain.models import (
     Status,
     Task,
     VerificationRun,
-    WhyHuman,
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -429,6 +428,22 @@ def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
     )
 
 
+def _hidden_kept(hidden: rules.HiddenRun | None) -> dict[str, Any] | None:
+    """What a run keeps of its hidden tests: their commit and counts, and the failing ones only
+    as the verifier revealed them (it sent no more)."""
+    if hidden is None:
+        return None
+    kept = hidden.model_copy(
+        update={
+            "failed": [
+                FailedTest(name=plain(t.name), message=plain(t.message)[:MESSAGE_CHARS])
+                for t in hidden.failed
+            ]
+        }
+    )
+    return kept.model_dump(mode="json")
+
+
 def _live(ctx: Context, task_id: str, run_id: str) -> tuple[VerificationRun, Task, list[Any]]:
     task = ctx.task(task_id)
     run = _run_of(ctx, task_id, run_id)
@@ -453,6 +468,8 @@ def finish(
     error: str | None = None,
     commit_missing: bool = False,
     commit: str | None = None,
+    hidden: rules.HiddenRun | None = None,
+    screened: list[rules.ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
     base: MergedBase | None = None,
     conflict: MergeConflict | None = None,
@@ -461,8 +478,10 @@ def finish(
     the task. `commit_missing`: the verifier fetched the project's repository and the submitted
     commit is not in it (nothing ran). `commit`: the full commit the verifier checked out; it
     must extend the submitted one, and is kept on the run and its submission, and signed.
-    `baseline`: what the submission changed against its baseline, kept on the run and signed; a
-    change to a protected path no human allowed holds the task for a person."""
+    `hidden`: what the config's hidden tests did; `screened`: the screen's hits in the lines the
+    submission adds. Both are kept on the run and signed. `baseline`: what the submission changed
+    against its baseline, kept on the run and signed; a change to a protected path no human
+    allowed holds the task for a person."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
@@ -514,6 +533,8 @@ def finish(
         config=cfg,
         error=error,
         missing_commit=(run.commit_sha, project.repo) if commit_missing else None,
+        hidden=hidden,
+        screened=screened,
         baseline=baseline,
         allowed=allowed.paths if allowed is not None else (),
     )
@@ -548,6 +569,7 @@ def finish(
                 self_report_mismatch=verdict.self_report_mismatch,
                 criteria=verdict.criteria,
                 checks=verdict.checks,
+                hidden_tests=verdict.hidden_tests,
             ),
         ]
     new, ev = move(
@@ -562,15 +584,15 @@ def finish(
         summary=summary,
         self_report_mismatch=verdict.self_report_mismatch or None,
         held=verdict.held or None,
-        why=error or summary,
+        why=summary if verdict.verdict is rules.Verdict.NEEDS_HUMAN else error or summary,
         base=base.model_dump(mode="json", exclude_none=True) if base is not None else None,
     )
-    if new.needs_human is not None and verdict.held:
-        held_for = new.needs_human.model_copy(update={"paths": verdict.held, "diff": verdict.diff})
+    if new.needs_human is not None and verdict.why_human is not None:
+        # The outcome rule says which rule held it; the paths and diff go with a protected change.
+        held_for = new.needs_human.model_copy(
+            update={"why": verdict.why_human, "paths": verdict.held, "diff": verdict.diff}
+        )
         new = new.model_copy(update={"needs_human": held_for})
-    elif new.needs_human is not None and verdict.edited:
-        edited_for = new.needs_human.model_copy(update={"why": WhyHuman.TESTS_EDITED, "diff": verdict.diff})
-        new = new.model_copy(update={"needs_human": edited_for})
     kept_baseline = None
     if baseline is not None:
         globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()]) if cfg else []
@@ -586,6 +608,10 @@ def finish(
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
             "resolved_commit": commit,
+            "hidden_tests": _hidden_kept(hidden),
+            "screened": [
+                h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in screened or []
+            ],
             "baseline": kept_baseline,
         }
     )

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -335,3 +337,43 @@ def checkout(
         yield Checkout(path=path, head=head, repo=repo, remote=remote, git=git, source=source)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+# The largest file the screen reads (its whole text, for context); a larger one is not screened.
+ADDED_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
+def added_lines(co: Checkout, base: Baseline, paths: Sequence[str]) -> dict[str, frozenset[int]]:
+    """The numbers (1-based) of the lines each of `paths` adds against the baseline (against the
+    empty tree when there is none): git's zero-context diff, its hunks' new-side ranges."""
+    if not paths:
+        return {}
+    old = base.commit or co.git("hash-object", "-t", "tree", "/dev/null", cwd=co.path)
+    diff = co.git(
+        "-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
+        "--src-prefix=a/", "--dst-prefix=b/", old, "HEAD", "--", *paths, cwd=co.path,
+    )  # fmt: skip
+    out: dict[str, set[int]] = {}
+    current: set[int] | None = None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:]
+            current = out.setdefault(name[2:], set()) if name.startswith("b/") else None
+        elif current is not None and (m := _HUNK.match(line)):
+            start, count = int(m.group(1)), int(m.group(2) or "1")
+            current.update(range(start, start + count))
+    return {p: frozenset(lines) for p, lines in out.items() if lines}
+
+
+def read_committed(co: Checkout, path: str) -> str | None:
+    """A regular file of the checkout as committed (before any check ran), or None: a symlink
+    is never followed (it could point anywhere the verifier may read), nor a large file read."""
+    target = co.path / path
+    try:
+        st = target.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > ADDED_FILE_MAX_BYTES:
+        return None
+    return target.read_bytes().decode("utf-8", "replace")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskgate.domain import screen
 from taskgate.domain.baseline import (
     DIFF_MAX_CHARS,
     MAX_CHANGED,
@@ -36,15 +37,23 @@ from taskgate.domain.baseline import (
     protected,
 )
 from taskgate.domain.merging import MergeConflict, MergedBase
-from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, Restored
+from taskgate.domain.models import Criterion, CriterionKind, FailedTest
+from taskgate.domain.outcome import (
+    CheckResult,
+    CriterionResult,
+    Evidence,
+    EvidenceSource,
+    HiddenRun,
+    Restored,
+    ScreenHit,
+)
 from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
-from taskgate.verifier import process, reviewer, tools
+from taskgate.verifier import hidden, process, reviewer, tools
 from taskgate.verifier.cache import (
     MANIFEST,
     PLACEHOLDER,
@@ -56,7 +65,15 @@ from taskgate.verifier.cache import (
     relocate,
     tree_bytes,
 )
-from taskgate.verifier.checkout import Baseline, Checkout, CheckoutError, CommitMissing, checkout
+from taskgate.verifier.checkout import (
+    Baseline,
+    Checkout,
+    CheckoutError,
+    CommitMissing,
+    added_lines,
+    checkout,
+    read_committed,
+)
 from taskgate.verifier.merging import Conflict, onto_base
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.sandbox import RunDirs, Sandbox
@@ -92,6 +109,10 @@ class Gathered:
     base: MergedBase | None = None
     conflict: MergeConflict | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # What the config's hidden tests did (None: the config names none, or the run broke first).
+    hidden: HiddenRun | None = None
+    # The screen's hits in the lines the submission adds (domain/screen.py).
+    screened: list[ScreenHit] = field(default_factory=list)
 
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -169,6 +190,9 @@ class Runner:
         if by_kind[CriterionKind.REVIEW]:
             with g.timed("review"):
                 diff = self._diff(cfg, co, base)
+        # The screen reads the submission's own added lines: before the merge brings in the base's.
+        with g.timed("screen"):
+            g.screened = self._screen(cfg, co, base)
         # After the baseline, the caches and the diff (each about the submission itself), before
         # the checkout is the check user's.
         with g.timed("merge"):
@@ -180,6 +204,17 @@ class Runner:
         if by_kind[CriterionKind.TEST]:
             with g.timed("second_tree"):
                 second = self._restored_tree(co, base, stack)
+        placed = None
+        if cfg.hidden_tests is not None:
+            # Last before the checks: nothing of the submission's is compared with them.
+            with g.timed("hidden"):
+                try:
+                    placed = hidden.place(cfg.hidden_tests, co)
+                except hidden.HiddenError as exc:
+                    if exc.detail:
+                        self.progress(f"hidden tests: {exc.detail}")
+                    raise RunError(str(exc)) from exc
+            self.progress(f"hidden tests: {len(placed.files)} files of {placed.commit[:12]} placed")
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
         if self.sandbox.user is not None:
             self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
@@ -188,6 +223,8 @@ class Runner:
         with g.timed("reports"):
             reports = self._reports(cfg, co, g, started, committed)
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
+        if placed is not None:
+            self._hidden(placed, reports, g)
         if second is not None:
             with g.timed("second_run"):
                 self._second_run(by_kind[CriterionKind.TEST], cfg, co, second, g, stack)
@@ -197,6 +234,57 @@ class Runner:
         if diff is not None:
             with g.timed("review"):
                 g.review = self._review(work, by_kind[CriterionKind.REVIEW], cfg, dirs, diff)
+
+    def _screen(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> list[ScreenHit]:
+        """The screen on the lines the submission adds against its baseline (the one _baseline
+        found: git's work, so before the checkout is handed over)."""
+        try:
+            changed = co.changed_paths(base)
+            into = [cfg.hidden_tests.into] if cfg.hidden_tests else []
+            wanted = [
+                p
+                for p in changed
+                if p.endswith(screen.PY_SUFFIXES + screen.JS_SUFFIXES) and not screen.is_test_file(p, into)
+            ]
+            lines = added_lines(co, base, wanted)
+        except CheckoutError as exc:
+            raise RunError(f"the screen could not read the submission's changes: {exc}") from exc
+        files = [
+            screen.AddedFile(p, text, lines[p])
+            for p in wanted
+            if p in lines and (text := read_committed(co, p)) is not None
+        ]
+        found = screen.screen(
+            files, allow=cfg.screen_allow, test_dirs=into, package_json=read_committed(co, "package.json")
+        )
+        for h in found:
+            self.progress(f"screen: {h.quoted()}")
+        return [ScreenHit(path=h.path, line=h.line, rule=h.rule, text=h.text) for h in found]
+
+    def _hidden(self, placed: hidden.Placed, reports: dict[str, Report], g: Gathered) -> None:
+        """What the hidden tests did; every check's output withheld (it can quote them), and a
+        hidden test's message kept out of the criteria's evidence unless the config reveals it."""
+        g.hidden = hidden.outcome(placed, list(reports.values()))
+        for name, c in g.checks.items():
+            g.checks[name] = c.model_copy(update={"output_tail": hidden.WITHHELD})
+        if placed.spec.reveal != "messages":
+            for cid, r in g.results.items():
+                if any(placed.holds(*_split(t.name)) for t in r.failures):
+                    g.results[cid] = r.model_copy(
+                        update={
+                            "detail": "a hidden test failed (its message is not revealed)",
+                            "failures": [FailedTest(name=t.name) for t in r.failures],
+                        }
+                    )
+        self.progress(
+            f"hidden tests: {g.hidden.ran} ran, {g.hidden.failed_count} failed"
+            + "".join(f"; {t.name}" for t in g.hidden.failed[:5])
+        )
+        if g.hidden.ran == 0 and all(c.exit_code == 0 for c in g.checks.values()):
+            raise RunError(
+                f"the hidden tests placed at {placed.spec.into} are in no check's report: "
+                "the checks must collect that directory"
+            )
 
     # -- dependency caches (verifier/cache.py) ----------------------------------------------
 
@@ -566,7 +654,7 @@ class Runner:
                 and harness_part(name, co.read_at(base, p)) == harness_part(name, co.read_at(None, p))
             ]
             globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
-            held = protected(listed, globs, unchanged)
+            held = [p for p in protected(listed, globs, unchanged) if not cfg.replaced_before_checks(p)]
             diff = co.diff_from(base, held) if held else ""
         except CheckoutError as exc:
             raise RunError(f"baseline: {exc}") from exc
@@ -687,6 +775,11 @@ class Runner:
         for cid, r in answer.items():
             self.progress(f"{cid} {r.result.value} (reviewer): {_one_line(r.rationale or 'no rationale')}")
         return answer
+
+
+def _split(full_name: str) -> tuple[str, str]:
+    classname, _, name = full_name.rpartition(".")
+    return classname, name
 
 
 @dataclass(frozen=True)

@@ -437,6 +437,8 @@ class Worker:
             "error": g.error,
             **({"commit_missing": True} if g.commit_missing else {}),
             **({"commit": g.commit} if g.commit else {}),
+            **({"hidden_tests": g.hidden.model_dump(mode="json")} if g.hidden is not None else {}),
+            **({"screened": [h.model_dump(mode="json") for h in g.screened]} if g.screened else {}),
             **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
             **({"base": g.base.model_dump(mode="json")} if g.base else {}),
             **({"conflict": g.conflict.model_dump(mode="json")} if g.conflict else {}),

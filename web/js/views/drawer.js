@@ -88,13 +88,22 @@ function failedChecksList(f) {
   );
 }
 
+function failedHiddenList(f) {
+  if (!f.hidden_tests || !f.hidden_tests.length) return null;
+  return h(
+    "ul",
+    { class: "failed-hidden", "aria-label": "Failing hidden tests" },
+    f.hidden_tests.map((t) => h("li", { class: "failed-hidden-test" }, "hidden test ", h("code", {}, t.name), t.message ? `: ${t.message}` : "")),
+  );
+}
+
 function findingItem(f) {
-  const structured = (f.criteria && f.criteria.length) || (f.checks && f.checks.length);
+  const structured = (f.criteria && f.criteria.length) || (f.checks && f.checks.length) || (f.hidden_tests && f.hidden_tests.length);
   return h(
     "li",
     { class: `finding${f.self_report_mismatch.length ? " mismatch" : ""}` },
     h("p", {}, h("strong", {}, f.source === "verifier" ? "Verifier" : "Reviewer"), ` ${f.by} · ${when(f.at)}${f.attempt ? ` · attempt ${f.attempt}` : ""}: `, f.summary),
-    structured ? [failedCriteriaList(f), failedChecksList(f)] : f.details.length ? h("ul", {}, f.details.map((d) => h("li", {}, d))) : null,
+    structured ? [failedCriteriaList(f), failedHiddenList(f), failedChecksList(f)] : f.details.length ? h("ul", {}, f.details.map((d) => h("li", {}, d))) : null,
   );
 }
 
@@ -205,7 +214,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Accept"),
       );
     }
-    const held = task.status === "needs_human" && task.needs_human && task.needs_human.why === "held";
+    const held = task.status === "needs_human" && task.needs_human && ["held", "reads_grader"].includes(task.needs_human.why);
     if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status) || held) {
       buttons.push(
         h("button", {

@@ -96,6 +96,8 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
         error=body.error,
         commit_missing=body.commit_missing,
         commit=body.commit,
+        hidden=body.hidden_tests,
+        screened=body.screened,
         baseline=body.baseline,
         base=body.base,
         conflict=body.conflict,

@@ -1,0 +1,469 @@
+"""The screen for code that reads or ends its grader rather than computing an answer.
+
+A submission's tests judge its code; code that looks at the test calling it (its frame, its
+source line, the expected value in the caller's locals), that ends the process with success when
+the failing input arrives, that hooks the interpreter's error or trace machinery, that patches
+builtins, or that reads the test files, passes visible and hidden tests alike without doing the
+work. Such code is rarely needed in a project's own modules, so its lines go to a human.
+
+Only the lines a submission ADDS (against its baseline), outside test files, are screened:
+existing code never trips it. A hit is not a verdict: the run waits for a human, who reopens the
+task or allows the rule for that path in the verifier config (`screen_allow`).
+
+Python files are read with `ast` (aliases of `sys`, `os`, `inspect`... are followed, and
+`sys.exit` under a module-level `if __name__ == "__main__":` is a command-line entry point, not
+a hit); a file that does not parse, and JavaScript/TypeScript, are read line by line with
+patterns. Names assembled at run time (`getattr(sys, "_get" + "frame")`) escape any screen of
+source text: `eval`/`exec`/`__import__` and string literals naming the screened attributes are
+hits for that reason, and hidden tests are the other defence.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+# rule id -> what it means, for the reason a human reads and for `screen_allow`.
+RULES: dict[str, str] = {
+    "py.frame": "reads the call stack or a caller's frame (inspect, sys._getframe, f_back/f_locals/f_globals, traceback, gc.get_referrers)",
+    "py.exit": 'ends the process (os._exit anywhere; sys.exit, exit or SystemExit outside an `if __name__ == "__main__":` block)',
+    "py.hook": "hooks the interpreter (sys.excepthook, sys.settrace, sys.setprofile, threading.settrace, atexit)",
+    "py.builtins": "patches builtins",
+    "py.dynamic": "runs code built at run time (eval, exec, __import__), which can hide any of the above",
+    "py.test_env": "looks at the test runner (imports pytest, reads PYTEST_CURRENT_TEST)",
+    "py.test_files": "opens files under the test paths",
+    "js.stack": "parses the call stack (new Error().stack, Error.captureStackTrace, Error.prepareStackTrace)",
+    "js.exit": "ends the process (process.exit, process.abort, process.kill of itself) outside a package.json `bin` file",
+    "js.hook": "hooks the process's error or exit events (uncaughtException, unhandledRejection, exit)",
+    "js.require_cache": "reads or edits the module cache (require.cache, Module._cache, Module._load)",
+    "js.dynamic": "runs code built at run time (eval, new Function)",
+    "js.test_env": "looks at the test runner (NODE_TEST_CONTEXT, JEST_WORKER_ID, VITEST)",
+    "js.test_files": "reads test files",
+}
+
+PY_SUFFIXES = (".py", ".pyw")
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+
+# What counts as a test file: the runners' own naming rules. pytest's default python_files
+# (test_*.py, *_test.py) and conftest.py, by name only: a helper module under tests/ is not a
+# test, and code the submission hides there and imports is screened. JavaScript: node --test's
+# patterns (a `test` directory, *.test.*, *-test.*, *_test.*, test-*.*, test.*), jest's
+# `__tests__` and *.spec.*.
+_PY_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")
+_JS_TEST_DIRS = {"test", "__tests__"}
+_JS_TEST_NAMES = ("*.test.*", "*.spec.*", "*_test.*", "*-test.*", "test-*.*", "test.*")
+
+
+def is_test_file(path: str, extra_dirs: Sequence[str] = ()) -> bool:
+    """True for a file its test runner reads as a test, or one under `extra_dirs` (where hidden
+    tests are placed)."""
+    if any(path.startswith(d.rstrip("/") + "/") for d in extra_dirs if d):
+        return True
+    parts = path.split("/")
+    name = parts[-1]
+    if name.endswith(PY_SUFFIXES):
+        return any(fnmatch.fnmatchcase(name, pat) for pat in _PY_TEST_NAMES)
+    if any(p in _JS_TEST_DIRS for p in parts[:-1]):
+        return True
+    return any(fnmatch.fnmatchcase(name, pat) for pat in _JS_TEST_NAMES)
+
+
+# A string that names a test path: a test directory, a test file, conftest.
+_TEST_PATH_TEXT = re.compile(
+    r"(^|[/\\])(tests?|__tests__)([/\\]|$)|test_\w*\.py|_test\.py|conftest|\.(test|spec)\.[cm]?[jt]sx?"
+)
+
+
+@dataclass(frozen=True)
+class AddedFile:
+    """A changed file as the submission has it: its whole text (for context) and the numbers
+    (1-based) of the lines it adds against the baseline."""
+
+    path: str
+    text: str
+    added: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    line: int
+    rule: str
+    text: str  # the added line, stripped and clipped
+
+    def quoted(self) -> str:
+        return f"{self.path}:{self.line} [{self.rule}] `{self.text}`"
+
+
+LINE_CHARS = 160
+
+
+def _clip(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
+
+
+def allowed(allow: Mapping[str, Sequence[str]], path: str, rule: str) -> bool:
+    """`screen_allow`: path glob -> rule ids (or "*") a human allowed there."""
+    return any(
+        fnmatch.fnmatchcase(path, glob) and (rule in rules or "*" in rules) for glob, rules in allow.items()
+    )
+
+
+def screen(
+    files: Iterable[AddedFile],
+    *,
+    allow: Mapping[str, Sequence[str]] | None = None,
+    test_dirs: Sequence[str] = (),
+    package_json: str | None = None,
+) -> list[Hit]:
+    """The hits among the added lines of `files` (test files skipped), in path and line order.
+    `test_dirs`: more directories whose files are tests (where hidden tests are placed);
+    `package_json`: the submission's top-level package.json, for its `bin` files."""
+    bins = _bin_files(package_json)
+    hits: list[Hit] = []
+    for f in files:
+        if not f.added or is_test_file(f.path, test_dirs):
+            continue
+        if f.path.endswith(PY_SUFFIXES):
+            found = _python(f, test_dirs)
+        elif f.path.endswith(JS_SUFFIXES):
+            found = _javascript(f, f.path in bins, test_dirs)
+        else:
+            continue
+        hits += [h for h in found if not allowed(allow or {}, h.path, h.rule)]
+    unique = {(h.path, h.line, h.rule): h for h in hits}
+    return sorted(unique.values(), key=lambda h: (h.path, h.line, h.rule))
+
+
+def _bin_files(package_json: str | None) -> set[str]:
+    if not package_json:
+        return set()
+    try:
+        data = json.loads(package_json)
+    except ValueError:
+        return set()
+    bin_ = data.get("bin") if isinstance(data, dict) else None
+    names = [bin_] if isinstance(bin_, str) else list(bin_.values()) if isinstance(bin_, dict) else []
+    return {posixpath.normpath(n) for n in names if isinstance(n, str)}
+
+
+def _names_test_path(text: str, test_dirs: Sequence[str]) -> bool:
+    return bool(_TEST_PATH_TEXT.search(text)) or any(d and d.strip("/") in text for d in test_dirs)
+
+
+# -- Python --------------------------------------------------------------------------------------
+
+_FRAME_ATTRS = {"f_back", "f_locals", "f_globals", "tb_frame", "gi_frame", "cr_frame", "f_code"}
+_MODULE_CALLS: dict[str, dict[str, str]] = {
+    "sys": {
+        "_getframe": "py.frame",
+        "_current_frames": "py.frame",
+        "excepthook": "py.hook",
+        "unraisablehook": "py.hook",
+        "settrace": "py.hook",
+        "setprofile": "py.hook",
+        "monitoring": "py.hook",
+    },
+    "inspect": {
+        name: "py.frame"
+        for name in (
+            "stack",
+            "currentframe",
+            "getframeinfo",
+            "getouterframes",
+            "getinnerframes",
+            "trace",
+            "getsource",
+            "getsourcelines",
+            "getsourcefile",
+            "findsource",
+            "getcomments",
+        )
+    },
+    "traceback": {
+        name: "py.frame" for name in ("extract_stack", "walk_stack", "format_stack", "print_stack")
+    },
+    "gc": {"get_referrers": "py.frame", "get_objects": "py.frame"},
+    "linecache": {"getline": "py.frame", "getlines": "py.frame"},
+    "os": {"_exit": "py.exit", "abort": "py.exit"},
+    "threading": {"settrace": "py.hook", "setprofile": "py.hook", "excepthook": "py.hook"},
+    "atexit": {"register": "py.hook"},
+    "builtins": {},  # any assignment to or setattr on it (below)
+}
+# Attribute names that, written as a string, are a way round the attribute screen.
+_SCREENED_STRINGS = {
+    "_getframe",
+    "f_back",
+    "f_locals",
+    "f_globals",
+    "tb_frame",
+    "_exit",
+    "excepthook",
+    "settrace",
+    "setprofile",
+    "get_referrers",
+    "currentframe",
+    "PYTEST_CURRENT_TEST",
+}
+# Attributes screened on any receiver (`sys.modules["sys"]._getframe`, a module under another
+# name): nothing else in the standard library or common code is called this.
+_ANY_RECEIVER = {
+    "_getframe": "py.frame",
+    "_current_frames": "py.frame",
+    "currentframe": "py.frame",
+    "get_referrers": "py.frame",
+    "_exit": "py.exit",
+    "excepthook": "py.hook",
+    "settrace": "py.hook",
+    "setprofile": "py.hook",
+}
+_FILE_CALLS = {
+    "open",
+    "read_text",
+    "read_bytes",
+    "listdir",
+    "scandir",
+    "walk",
+    "glob",
+    "iglob",
+    "rglob",
+    "getline",
+}
+
+
+class _Py(ast.NodeVisitor):
+    def __init__(self, f: AddedFile, test_dirs: Sequence[str]) -> None:
+        self.f = f
+        self.lines = f.text.splitlines()
+        self.test_dirs = test_dirs
+        self.hits: list[Hit] = []
+        self.modules: dict[str, str] = {}  # local name -> screened module it stands for
+        self.imported: dict[str, tuple[str, str]] = {}  # local name -> (module, attribute)
+        self.main_guard = 0
+
+    def hit(self, node: ast.AST, rule: str) -> None:
+        line = getattr(node, "lineno", 0)
+        end = getattr(node, "end_lineno", line) or line
+        for n in range(line, end + 1):
+            if n in self.f.added:
+                self.hits.append(Hit(self.f.path, n, rule, _clip(self.lines[n - 1])))
+                return
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            top = a.name.split(".")[0]
+            if top in _MODULE_CALLS:
+                self.modules[a.asname or top] = top
+            if top in ("pytest", "_pytest"):
+                self.hit(node, "py.test_env")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = (node.module or "").split(".")[0]
+        if mod in ("pytest", "_pytest"):
+            self.hit(node, "py.test_env")
+        if mod == "builtins":
+            self.hit(node, "py.builtins")
+        table = _MODULE_CALLS.get(mod, {})
+        for a in node.names:
+            rule = table.get(a.name)
+            if rule:
+                self.imported[a.asname or a.name] = (mod, a.name)
+                self.hit(node, rule)
+
+    def visit_If(self, node: ast.If) -> None:
+        if _is_main_guard(node.test):
+            self.main_guard += 1
+            for child in node.body:
+                self.visit(child)
+            self.main_guard -= 1
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _FRAME_ATTRS:
+            self.hit(node, "py.frame")
+        if node.attr in _ANY_RECEIVER:
+            self.hit(node, _ANY_RECEIVER[node.attr])
+        if isinstance(node.value, ast.Name):
+            mod = self.modules.get(node.value.id)
+            if mod == "builtins" and isinstance(node.ctx, ast.Store):
+                self.hit(node, "py.builtins")
+            rule = _MODULE_CALLS.get(mod or "", {}).get(node.attr)
+            if rule:
+                self.hit(node, rule)
+            elif mod == "sys" and node.attr == "exit" and not self.main_guard:
+                self.hit(node, "py.exit")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self.hit(node, "py.builtins")
+        elif node.id in self.imported:
+            mod, attr = self.imported[node.id]
+            if attr == "exit" and mod == "sys" and self.main_guard:
+                return
+            rule = _MODULE_CALLS.get(mod, {}).get(attr)
+            if rule:
+                self.hit(node, rule)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(exc, ast.Name) and exc.id == "SystemExit" and not self.main_guard:
+            self.hit(node, "py.exit")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if isinstance(func, ast.Name):
+            if name in ("eval", "exec", "__import__"):
+                self.hit(node, "py.dynamic")
+            elif name in ("exit", "quit") and not self.main_guard:
+                self.hit(node, "py.exit")
+            elif name == "setattr" and node.args and _names_module(node.args[0], self.modules, "builtins"):
+                self.hit(node, "py.builtins")
+        if isinstance(func, ast.Attribute) and func.attr == "import_module":
+            self.hit(node, "py.dynamic")
+        if name in _FILE_CALLS and self._mentions_test_path(node):
+            self.hit(node, "py.test_files")
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value in _SCREENED_STRINGS:
+            rule = "py.test_env" if node.value == "PYTEST_CURRENT_TEST" else "py.frame"
+            if node.value in ("_exit",):
+                rule = "py.exit"
+            elif node.value in ("excepthook", "settrace", "setprofile"):
+                rule = "py.hook"
+            self.hit(node, rule)
+
+    def _mentions_test_path(self, node: ast.Call) -> bool:
+        return any(
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and _names_test_path(n.value, self.test_dirs)
+            for n in ast.walk(node)
+        )
+
+
+def _names_module(node: ast.expr, modules: Mapping[str, str], module: str) -> bool:
+    return isinstance(node, ast.Name) and modules.get(node.id) == module
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def _python(f: AddedFile, test_dirs: Sequence[str]) -> list[Hit]:
+    try:
+        tree = ast.parse(f.text)
+    except (SyntaxError, ValueError):
+        return _by_pattern(f, _PY_PATTERNS, test_dirs, "py.test_files")
+    v = _Py(f, test_dirs)
+    # Imports first, wherever they are in the file: a name used above its import is still it.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                if top in _MODULE_CALLS:
+                    v.modules[a.asname or top] = top
+    v.visit(tree)
+    return v.hits
+
+
+# Line patterns for a Python file that does not parse (the screen still reads it).
+_PY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("py.frame", re.compile(r"\b(_getframe|f_back|f_locals|f_globals|tb_frame|get_referrers)\b|\binspect\.")),
+    ("py.exit", re.compile(r"\bos\._exit\b|\bsys\.exit\b|\bSystemExit\b")),
+    ("py.hook", re.compile(r"\b(excepthook|settrace|setprofile)\b")),
+    ("py.builtins", re.compile(r"\bbuiltins\b|__builtins__")),
+    ("py.dynamic", re.compile(r"\b(eval|exec|__import__)\s*\(")),
+    ("py.test_env", re.compile(r"PYTEST_CURRENT_TEST|\bimport\s+_?pytest\b|\bfrom\s+_?pytest\b")),
+]
+_FILE_READ = {
+    "py.test_files": re.compile(r"\b(open|read_text|read_bytes|listdir|scandir|walk|glob|getline)\s*\("),
+    "js.test_files": re.compile(
+        r"\b(readFileSync|readFile|createReadStream|readdirSync|readdir|opendir|opendirSync)\s*\("
+    ),
+}
+
+# -- JavaScript / TypeScript --------------------------------------------------------------------
+
+_JS_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "js.stack",
+        re.compile(
+            r"\bnew\s+Error\b[^;]*?\)\s*\)?\s*\.\s*stack\b|\(\s*new\s+Error\s*\)\s*\.\s*stack\b"
+            r"|\bError\s*\.\s*(captureStackTrace|prepareStackTrace|stackTraceLimit)\b"
+        ),
+    ),
+    (
+        "js.exit",
+        re.compile(
+            r"\bprocess\s*\.\s*(exit|reallyExit|abort)\s*\(|\bprocess\s*\.\s*kill\s*\(\s*process\s*\.\s*pid"
+        ),
+    ),
+    (
+        "js.hook",
+        re.compile(
+            r"\bprocess\s*\.\s*(on|once|prependListener)\s*\(\s*['\"`](uncaughtException|unhandledRejection|exit|beforeExit)"
+        ),
+    ),
+    (
+        "js.require_cache",
+        re.compile(r"\brequire\s*\.\s*cache\b|\bModule\s*\.\s*(_cache|_load|_resolveFilename)\b"),
+    ),
+    ("js.dynamic", re.compile(r"(?<![\w.])eval\s*\(|\bnew\s+Function\s*\(")),
+    ("js.test_env", re.compile(r"\b(NODE_TEST_CONTEXT|JEST_WORKER_ID|VITEST)\b")),
+]
+_COMMENT = re.compile(r"^\s*(//|/\*|\*)")
+
+
+def _by_pattern(
+    f: AddedFile, patterns: list[tuple[str, re.Pattern[str]]], test_dirs: Sequence[str], files_rule: str
+) -> list[Hit]:
+    lines = f.text.splitlines()
+    hits: list[Hit] = []
+    for n in sorted(f.added):
+        if n > len(lines):
+            continue
+        line = lines[n - 1]
+        if _COMMENT.match(line) or line.lstrip().startswith("#"):
+            continue
+        for rule, pattern in patterns:
+            if pattern.search(line):
+                hits.append(Hit(f.path, n, rule, _clip(line)))
+        if _FILE_READ[files_rule].search(line) and _names_test_path(line, test_dirs):
+            hits.append(Hit(f.path, n, files_rule, _clip(line)))
+    return hits
+
+
+def _javascript(f: AddedFile, is_bin: bool, test_dirs: Sequence[str]) -> list[Hit]:
+    patterns = [(r, p) for r, p in _JS_PATTERNS if not (is_bin and r == "js.exit")]
+    return _by_pattern(f, patterns, test_dirs, "js.test_files")
+
+
+def reason(hits: Sequence[Hit], *, limit: int = 10) -> str:
+    """The needs_human reason: what was found, each line quoted, and the way out."""
+    shown = "; ".join(h.quoted() for h in hits[:limit])
+    more = f"; and {len(hits) - limit} more" if len(hits) > limit else ""
+    rules = ", ".join(sorted({h.rule for h in hits}))
+    return (
+        f"the submission adds code that reads or ends its grader ({rules}): {shown}{more}. "
+        "A human decides: send it back to the executor, or allow the rule for that path "
+        "(verifier config screen_allow) and verify again"
+    )
