@@ -37,8 +37,9 @@ def test_a_draft_config_from_the_projects_commands_is_returned_not_saved(env: En
             "command": "pytest --junitxml=reports/junit.xml",
             "report": {"path": "reports/junit.xml", "format": "junit"},
             "timeout_minutes": None,
+            "cache": None,
         },
-        "ruff-check": {"command": "ruff check .", "report": None, "timeout_minutes": None},
+        "ruff-check": {"command": "ruff check .", "report": None, "timeout_minutes": None, "cache": None},
     }
     assert any("'ruff-check' writes no report" in n for n in resp.json["notes"])
     assert dump(env.ctx.store) == before  # a draft: nothing saved
