@@ -755,6 +755,10 @@ class Runner:
         """The baseline's tree, archived while git is still the verifier's: a check that fails
         as if its environment were broken is run again on it. None: no baseline."""
         into = co.path.parent / "baseline.tar"
+        if base.commit == co.head:
+            # The submission is its own baseline (committed before the claim): running it again
+            # would fail the same way whatever the cause, and tell nothing.
+            return None
         try:
             return into if co.archive(base, into) else None
         except CheckoutError as exc:
