@@ -91,7 +91,7 @@ def test_a_passing_conftest_committed_on_main_is_held_for_a_human(live: Live, tm
     [line] = gate.verify_json()
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     task = gate.detail(tid)["task"]
-    assert task["attempts"][0]["base_tip"] == {"branch": "main", "commit": claimed_at}
+    assert task["attempts"][0]["claimed_tip"] == {"branch": "main", "commit": claimed_at}
     assert task["needs_human"]["reason"] == "the submission changes protected paths: conftest.py"
     assert task["attempts_used"] == 0
     run_ = _run(gate, tid)
@@ -127,7 +127,7 @@ def test_the_claim_time_tip_is_the_named_base_branch(live: Live, tmp_path: Path)
     _submit(gate, tid, token, sha)
     [line] = gate.verify_json()
     assert line["verdict"] == "needs_human", line
-    assert gate.detail(tid)["task"]["attempts"][0]["base_tip"] == {"branch": "trunk", "commit": claimed_at}
+    assert gate.detail(tid)["task"]["attempts"][0]["claimed_tip"] == {"branch": "trunk", "commit": claimed_at}
     assert _run(gate, tid)["baseline"]["commit"] == claimed_at
 
 
@@ -164,7 +164,7 @@ def test_an_unknown_claim_time_tip_is_said_and_the_empty_tree_judges(live: Live,
     _submit(gate, tid, token, sha)
     [line] = gate.verify_json()
     assert line["verdict"] == "needs_human", line
-    assert gate.detail(tid)["task"]["attempts"][0]["base_tip"] is None
+    assert gate.detail(tid)["task"]["attempts"][0]["claimed_tip"] is None
     run_ = _run(gate, tid)
     why = "the submission is already on main and the tip when it was claimed is not known"
     assert (run_["baseline"]["commit"], run_["baseline"]["why"]) == (None, why)

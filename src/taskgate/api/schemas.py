@@ -21,7 +21,7 @@ from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
     Attempt,
-    BaseTip,
+    ClaimTip,
     Credential,
     CredentialKind,
     CriteriaChange,
@@ -566,7 +566,7 @@ class RunWork(Out):
     commit_sha: str
     # The base branch's tip when the attempt was claimed (None: the server could not read the
     # repository): the baseline of a submission already on that branch.
-    claimed_base: BaseTip | None = None
+    claimed_base: ClaimTip | None = None
     config: VerifierConfig | None
     criteria: list[Criterion]
     command_criteria_allowed: bool

@@ -193,7 +193,7 @@ class AttemptEnding(StrEnum):
     SUBMITTED = "submitted"
 
 
-class BaseTip(Record):
+class ClaimTip(Record):
     """The base branch's tip when a task was claimed, as the server read it from a local
     repository: the baseline of a submission committed straight onto that branch."""
 
@@ -218,7 +218,7 @@ class Attempt(Record):
     findings: list[str] = Field(default_factory=list)
     learned: str | None = None
     submission: Submission | None = None
-    base_tip: BaseTip | None = None  # None: the server could not read the repository
+    claimed_tip: ClaimTip | None = None  # None: the server could not read the repository
 
 
 class FindingSource(StrEnum):

@@ -22,8 +22,8 @@ from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
-    BaseTip,
     Claim,
+    ClaimTip,
     FailureKind,
     HistoryEvent,
     Phase,
@@ -149,7 +149,7 @@ def _claim_one(
     lease_minutes: int | None,
     project: Project | None = None,
     brief_of: BriefOf | None = None,
-    tip: BaseTip | None = None,
+    tip: ClaimTip | None = None,
 ) -> Claimed:
     task = settle_expiry(ctx, task)
     project = project or ctx.project(task.project)
@@ -169,7 +169,7 @@ def _claim_one(
         lease_minutes=minutes,
     )
     attempt = Attempt(
-        number=number, actor=who.actor, credential_id=who.credential_id, started_at=now, base_tip=tip
+        number=number, actor=who.actor, credential_id=who.credential_id, started_at=now, claimed_tip=tip
     )
     new, ev = move(
         task,
@@ -198,7 +198,7 @@ def _claim_one(
     return Claimed(claimed, token, project, brief)
 
 
-def _base_tip(project: Project) -> BaseTip | None:
+def _base_tip(project: Project) -> ClaimTip | None:
     """The base branch's tip as the claim starts, where the server can read the repository: a
     submission committed straight onto that branch is judged against it (the merge-base of such
     a submission with the branch is the submission itself, which would hide every change)."""

@@ -17,7 +17,7 @@ import subprocess
 from typing import Literal
 
 from taskgate.domain.commit_ids import FULL_COMMIT, GitQuery, resolve_prefix
-from taskgate.domain.models import BaseTip
+from taskgate.domain.models import ClaimTip
 from taskgate.domain.repos import is_remote
 
 TIMEOUT_S = 3.0
@@ -72,7 +72,7 @@ def in_local_repo(repo: str, sha: str) -> Found | None:
     return None if found == "unknown" else found
 
 
-def base_tip(repo: str, choice: str | None) -> BaseTip | None:
+def base_tip(repo: str, choice: str | None) -> ClaimTip | None:
     """The base branch's tip in the local repository now: `choice` (a human named it), else
     `main`, else the branch HEAD names, as the verifier chooses. None: cannot tell (not a local
     repository, no such branch, git did not answer)."""
@@ -90,7 +90,7 @@ def base_tip(repo: str, choice: str | None) -> BaseTip | None:
                 continue
             tip = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{name}^{{commit}}")
             if tip and FULL_COMMIT.match(tip.strip()):
-                return BaseTip(branch=name, commit=tip.strip())
+                return ClaimTip(branch=name, commit=tip.strip())
     except _CannotRun:
         return None
     return None

@@ -289,7 +289,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "commit_sha": submission.commit_sha,
         # Where the base branch stood when this attempt was claimed: the baseline of a
         # submission already on that branch.
-        "claimed_base": attempt.base_tip.model_dump(mode="json") if attempt.base_tip else None,
+        "claimed_base": attempt.claimed_tip.model_dump(mode="json") if attempt.claimed_tip else None,
         "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
         "criteria": [c.model_dump(mode="json") for c in criteria],
         "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),
