@@ -116,6 +116,34 @@ def command_words(command: str) -> list[str]:
     """The bare names a shell would look up on PATH to run `command`, in order: the leading
     word of each simple command (after assignments, redirections and wrappers), without
     builtins, reserved words, paths or words built from expansions."""
+    return [w for w in _leading_words(command) if w not in _BUILTINS and _NAME.match(w)]
+
+
+def command_paths(command: str) -> list[str]:
+    """The paths inside the checkout `command` runs as commands (`.venv/bin/python`,
+    `./run-tests`), in order: leading words with a `/` that is not at their start."""
+    return [w for w in _leading_words(command) if "/" in w and not w.startswith(("/", "~", "$"))]
+
+
+def unmade_paths(commands: Mapping[str, str]) -> list[str]:
+    """A warning for each check (in order) that runs a path inside the checkout which no
+    earlier check's command names: unless the repository holds it, the check cannot start,
+    and the verifier reports that check as failing on the baseline too."""
+    said: list[str] = []
+    earlier: list[str] = []
+    for name, command in commands.items():
+        for path in command_paths(command):
+            top = path.removeprefix("./").split("/", 1)[0]
+            if not any(top in before for before in earlier):
+                said.append(
+                    f"check {name} runs {path}, a path inside the checkout that no earlier check "
+                    "creates: it runs only if the repository holds it"
+                )
+        earlier.append(command)
+    return said
+
+
+def _leading_words(command: str) -> list[str]:
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
@@ -142,7 +170,7 @@ def command_words(command: str) -> list[str]:
         if token in _WRAPPERS:
             continue  # what it wraps is the command word
         expecting = False
-        if token not in _BUILTINS and _NAME.match(token) and token not in words:
+        if token not in words:
             words.append(token)
     return words
 
