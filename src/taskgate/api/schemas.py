@@ -21,6 +21,7 @@ from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
     Attempt,
+    ClaimTip,
     Credential,
     CredentialKind,
     CriteriaChange,
@@ -563,6 +564,9 @@ class RunWork(Out):
     task_id: str
     repo: str
     commit_sha: str
+    # The base branch's tip when the attempt was claimed (None: the server could not read the
+    # repository): the baseline of a submission already on that branch.
+    claimed_base: ClaimTip | None = None
     config: VerifierConfig | None
     criteria: list[Criterion]
     command_criteria_allowed: bool

@@ -13,6 +13,21 @@ from taskgate.cli.files import parse_json, read
 from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import client, emit
 from taskgate.cli.text import visible
+from taskgate.domain.tooling import unmade_paths
+
+
+def _warn(config: Any) -> None:
+    """On stderr, so stdout stays what it was: checks that run a path no earlier check makes."""
+    checks = config.get("checks") if isinstance(config, dict) else None
+    if not isinstance(checks, dict):
+        return
+    commands = {
+        n: c["command"]
+        for n, c in checks.items()
+        if isinstance(c, dict) and isinstance(c.get("command"), str)
+    }
+    for warning in unmade_paths(commands):
+        print(visible(f"warning: {warning}"), file=sys.stderr)
 
 
 def cmd_verification(args: argparse.Namespace) -> None:
@@ -20,6 +35,8 @@ def cmd_verification(args: argparse.Namespace) -> None:
     out = api.call(
         "PUT", api.path("api", "projects", args.project, "verification"), {"on": args.state == "on"}
     )
+    if out["on"]:
+        _warn(api.call("GET", api.path("api", "projects", args.project, "verifier-config")).get("config"))
     emit(args, out, f"verification is {'on' if out['on'] else 'off'} for {args.project}")
 
 
@@ -29,12 +46,14 @@ def cmd_verifier_config(args: argparse.Namespace) -> None:
     if args.action == "set":
         config = parse_json(read(args.file), args.file if args.file != "-" else "stdin")
         out = api.call("PUT", path, config)
+        _warn(config)
     elif args.action == "draft":
         # Start from project commands: print the draft config (pipe it to a file, review, `set` it)
         # and its notes on stderr, so stdout stays valid JSON.
         draft = api.call("GET", f"{path}/draft")
         for note in draft["notes"]:
             print(visible(f"note: {note}"), file=sys.stderr)
+        _warn(draft["config"])
         print(json.dumps(draft if args.json else draft["config"], indent=2))
         return
     else:

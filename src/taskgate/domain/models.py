@@ -193,6 +193,14 @@ class AttemptEnding(StrEnum):
     SUBMITTED = "submitted"
 
 
+class ClaimTip(Record):
+    """The base branch's tip when a task was claimed, as the server read it from a local
+    repository: the baseline of a submission committed straight onto that branch."""
+
+    branch: str = Field(max_length=200)
+    commit: str = Field(pattern=FULL_COMMIT_PATTERN)
+
+
 class Attempt(Record):
     """One claim of a task, from the claim until its outcome is known: it ends when the claim
     ends without a submission (released, failed, expired, escalated), or, once submitted, when
@@ -210,6 +218,7 @@ class Attempt(Record):
     findings: list[str] = Field(default_factory=list)
     learned: str | None = None
     submission: Submission | None = None
+    claimed_tip: ClaimTip | None = None  # None: the server could not read the repository
 
 
 class FindingSource(StrEnum):

@@ -116,6 +116,34 @@ def command_words(command: str) -> list[str]:
     """The bare names a shell would look up on PATH to run `command`, in order: the leading
     word of each simple command (after assignments, redirections and wrappers), without
     builtins, reserved words, paths or words built from expansions."""
+    return [w for w in _leading_words(command) if w not in _BUILTINS and _NAME.match(w)]
+
+
+def command_paths(command: str) -> list[str]:
+    """The paths inside the checkout `command` runs as commands (`.venv/bin/python`,
+    `./run-tests`), in order: leading words with a `/` that is not at their start."""
+    return [w for w in _leading_words(command) if "/" in w and not w.startswith(("/", "~", "$"))]
+
+
+def unmade_paths(commands: Mapping[str, str]) -> list[str]:
+    """A warning for each check (in order) that runs a path inside the checkout which no
+    earlier check's command names: unless the repository holds it, the check cannot start,
+    and the verifier reports that check as failing on the baseline too."""
+    said: list[str] = []
+    earlier: list[str] = []
+    for name, command in commands.items():
+        for path in command_paths(command):
+            top = path.removeprefix("./").split("/", 1)[0]
+            if not any(top in before for before in earlier):
+                said.append(
+                    f"check {name} runs {path}, a path inside the checkout that no earlier check "
+                    "creates: it runs only if the repository holds it"
+                )
+        earlier.append(command)
+    return said
+
+
+def _leading_words(command: str) -> list[str]:
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
@@ -142,6 +170,39 @@ def command_words(command: str) -> list[str]:
         if token in _WRAPPERS:
             continue  # what it wraps is the command word
         expecting = False
-        if token not in _BUILTINS and _NAME.match(token) and token not in words:
+        if token not in words:
             words.append(token)
     return words
+
+
+# `python -m pytest` (and the like) where that module is not installed: Python's own words.
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
+_RUN_MODULE = re.compile(r"(?:^|\s)-m\s*([A-Za-z_][\w.]*)")
+
+
+def environment_failure(command: str, exit_code: int | None, output: str, report_missing: bool) -> str | None:
+    """How a check failed, when the failure may be the environment's rather than the work's:
+    its runner could not be started (exit 126 or 127, for a path as well as a command on PATH;
+    a module it runs with `-m` is not installed) or it failed without writing its report. The
+    verifier then runs it again on the baseline's tree, and the same answer there makes the run
+    an error. None: a failure that says nothing of the environment (or no failure)."""
+    if exit_code is None or exit_code == 0:
+        return None
+    if exit_code in NOT_RUNNABLE:
+        return f"exit {exit_code} (its command {NOT_RUNNABLE[exit_code]})"
+    modules = {m.group(1) for m in _RUN_MODULE.finditer(command)}
+    for found in _NO_MODULE.finditer(output):
+        if found.group(1) in modules:
+            return f"exit {exit_code}, `No module named {found.group(1)}`"
+    if report_missing:
+        return f"exit {exit_code} without writing its report"
+    return None
+
+
+def fails_on_baseline(name: str, how: str) -> str:
+    """The reason of a run whose check fails the same way on the baseline's tree."""
+    return (
+        f"check {name} fails on the baseline too ({how}): the check does not run in this "
+        "verifier's environment, so the submission was not tried. Fix the check or the "
+        "verifier's image; no attempt was used"
+    )

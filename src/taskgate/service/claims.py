@@ -23,6 +23,7 @@ from taskgate.domain.models import (
     MAX_LEASE_MINUTES,
     Attempt,
     Claim,
+    ClaimTip,
     FailureKind,
     HistoryEvent,
     Phase,
@@ -148,6 +149,7 @@ def _claim_one(
     lease_minutes: int | None,
     project: Project | None = None,
     brief_of: BriefOf | None = None,
+    tip: ClaimTip | None = None,
 ) -> Claimed:
     task = settle_expiry(ctx, task)
     project = project or ctx.project(task.project)
@@ -166,7 +168,9 @@ def _claim_one(
         expires_at=now + timedelta(minutes=minutes),
         lease_minutes=minutes,
     )
-    attempt = Attempt(number=number, actor=who.actor, credential_id=who.credential_id, started_at=now)
+    attempt = Attempt(
+        number=number, actor=who.actor, credential_id=who.credential_id, started_at=now, claimed_tip=tip
+    )
     new, ev = move(
         task,
         project,
@@ -194,6 +198,14 @@ def _claim_one(
     return Claimed(claimed, token, project, brief)
 
 
+def _base_tip(project: Project) -> ClaimTip | None:
+    """The base branch's tip as the claim starts, where the server can read the repository: a
+    submission committed straight onto that branch is judged against it (the merge-base of such
+    a submission with the branch is the submission itself, which would hide every change)."""
+    cfg = project.verifier_config
+    return commits.base_tip(project.repo, cfg.base_branch_choice() if cfg is not None else None)
+
+
 def claim(
     ctx: Context,
     who: Acting,
@@ -214,10 +226,12 @@ def claim(
     elif project is None:
         raise invalid("give a project (to claim one of its best ready tasks) or a task_id")
     authorize(Op.CLAIM, who, project=project)
+    proj = ctx.project(project)
+    tip = _base_tip(proj)
     if task_id is not None:
         for _ in range(3):
             try:
-                return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, brief_of=brief_of)
+                return _claim_one(ctx, who, ctx.task(task_id), lease_minutes, None, brief_of, tip)
             except TaskgateError as exc:
                 if exc.code is not ErrorCode.CONFLICT:
                     raise
@@ -231,7 +245,6 @@ def claim(
                     current_status=now_status.value,
                 ) from exc
         raise TaskgateError(ErrorCode.CONFLICT, f"{task_id} kept changing while being claimed; try again")
-    proj = ctx.project(project)
     pk = records.queue_pk(project, Status.READY)
     window = CANDIDATES
     # Lapsed leases go back to the queue first: expiry is enforced on every access, so a lapsed
@@ -247,7 +260,9 @@ def claim(
         # itself is read consistently: the index may be stale, the claim's condition is the truth.
         pick = random.choice(records.best_band(keys))
         try:
-            return _claim_one(ctx, who, ctx.task(records.queued_task_id(pick)), lease_minutes, proj, brief_of)
+            return _claim_one(
+                ctx, who, ctx.task(records.queued_task_id(pick)), lease_minutes, proj, brief_of, tip
+            )
         except TaskgateError as exc:
             # A lost race (conflict) or a stale index entry (wrong state): try another, from a
             # wider window, so many racing agents spread out instead of colliding again.

@@ -2,7 +2,9 @@
 the repo is a local path that exists (`taskgate serve` on the machine the agents work on). Then
 a commit that is not there is refused at submit_task, before anyone waits for a verifier to say
 so. Anything else (a remote URL, no git, a path that is not a repository or that git will not
-read as this user, a slow disk) is "cannot tell", and the verifier finds out.
+read as this user, a slow disk) is "cannot tell", and the verifier finds out. The base branch's
+tip is read here too when a task is claimed: the baseline of a submission committed straight
+onto that branch, which the verifier cannot find afterwards.
 
 I/O (a subprocess), so not in domain/. Git runs without hooks and without the server's
 environment: the repository is the agents', the server's keys are not theirs to see.
@@ -14,7 +16,8 @@ import os
 import subprocess
 from typing import Literal
 
-from taskgate.domain.commit_ids import resolve_prefix
+from taskgate.domain.commit_ids import FULL_COMMIT, GitQuery, resolve_prefix
+from taskgate.domain.models import ClaimTip
 from taskgate.domain.repos import is_remote
 
 TIMEOUT_S = 3.0
@@ -29,8 +32,9 @@ class _CannotRun(Exception):
 Found = Literal["there", "missing", "ambiguous"]
 
 
-def in_local_repo(repo: str, sha: str) -> Found | None:
-    """Whether the repository holds the commit; None: cannot tell cheaply."""
+def _local_git(repo: str) -> GitQuery | None:
+    """git in the local repository `repo` (stdout, or None when it failed), or None when the
+    repository is not a local path this server can read."""
     if not repo or is_remote(repo):
         return None
     path = os.path.expanduser(repo)
@@ -53,8 +57,40 @@ def in_local_repo(repo: str, sha: str) -> Found | None:
             raise _CannotRun from exc
         return done.stdout if done.returncode == 0 else None
 
+    return git
+
+
+def in_local_repo(repo: str, sha: str) -> Found | None:
+    """Whether the repository holds the commit; None: cannot tell cheaply."""
+    git = _local_git(repo)
+    if git is None:
+        return None
     try:
         found = resolve_prefix(git, sha).found
     except _CannotRun:
         return None
     return None if found == "unknown" else found
+
+
+def base_tip(repo: str, choice: str | None) -> ClaimTip | None:
+    """The base branch's tip in the local repository now: `choice` (a human named it), else
+    `main`, else the branch HEAD names, as the verifier chooses. None: cannot tell (not a local
+    repository, no such branch, git did not answer)."""
+    git = _local_git(repo)
+    if git is None:
+        return None
+    try:
+        names = (
+            [choice]
+            if choice
+            else ["main", (git("symbolic-ref", "--quiet", "--short", "HEAD") or "").strip()]
+        )
+        for name in names:
+            if not name or name.startswith("-"):
+                continue
+            tip = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{name}^{{commit}}")
+            if tip and FULL_COMMIT.match(tip.strip()):
+                return ClaimTip(branch=name, commit=tip.strip())
+    except _CannotRun:
+        return None
+    return None

@@ -287,6 +287,9 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "task_id": task_id,
         "repo": project.repo,
         "commit_sha": submission.commit_sha,
+        # Where the base branch stood when this attempt was claimed: the baseline of a
+        # submission already on that branch.
+        "claimed_base": attempt.claimed_tip.model_dump(mode="json") if attempt.claimed_tip else None,
         "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
         "criteria": [c.model_dump(mode="json") for c in criteria],
         "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),

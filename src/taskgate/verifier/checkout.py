@@ -138,6 +138,14 @@ class Baseline:
 
 
 @dataclass(frozen=True)
+class ClaimedBase:
+    """The base branch's tip when the task was claimed, from the work item."""
+
+    branch: str
+    commit: str
+
+
+@dataclass(frozen=True)
 class Checkout:
     path: Path
     head: str
@@ -186,10 +194,11 @@ class Checkout:
         )  # fmt: skip
         return name or None
 
-    def baseline(self, choice: str | None) -> Baseline:
+    def baseline(self, choice: str | None, claimed: ClaimedBase | None = None) -> Baseline:
         """The submission's baseline against `choice` (a human named it), else `main`, else the
         repository's HEAD branch. Fetches that branch's tip and enough history to find where the
-        submission branched off."""
+        submission branched off. `claimed`: that branch's tip when the task was claimed, as the
+        server read it (for a submission already on the branch)."""
         names = [choice] if choice else ["main", self._head_branch()]
         branch = ref = None
         for name in names:
@@ -217,7 +226,53 @@ class Checkout:
             found = self.git("merge-base", tip, "HEAD", cwd=self.path, ok=True)
         if not found:
             return Baseline(branch, tip, None, f"the submitted commit shares no history with {branch}")
+        if found == self.head:
+            return self._on_branch(branch, tip, claimed)
         return Baseline(branch, tip, found)
+
+    def _on_branch(self, branch: str, tip: str, claimed: ClaimedBase | None) -> Baseline:
+        """The baseline of a submission the base branch already holds (committed straight onto
+        it): its merge-base is the submission itself, which would hide every change. The tip
+        the server read when the task was claimed stands in, if the submission descends from
+        it; else there is none, and the submission is judged against the empty tree."""
+        if claimed is not None and claimed.branch == branch:
+            have = ("cat-file", "-e", f"{claimed.commit}^{{commit}}")
+            if self.git(*have, cwd=self.path, ok=True) is None:
+                self.git(
+                    "fetch", "--quiet", "--no-tags", f"--depth={REVIEW_DEPTH}", *self._fetch_options(),
+                    "origin", claimed.commit, cwd=self.path, check=False,
+                )  # fmt: skip
+            if self.git(*have, cwd=self.path, ok=True) is None:
+                return Baseline(
+                    branch, tip, None,
+                    f"the submission is already on {branch} and the tip when it was claimed, "
+                    f"{claimed.commit[:12]}, is not in the repository",
+                )  # fmt: skip
+            if self._descends_from(claimed.commit):
+                return Baseline(branch, tip, claimed.commit)
+            return Baseline(
+                branch, tip, None,
+                f"the submission is already on {branch} and the tip when it was claimed, "
+                f"{claimed.commit[:12]}, is not one of its ancestors",
+            )  # fmt: skip
+        return Baseline(
+            branch, tip, None,
+            f"the submission is already on {branch} and the tip when it was claimed is not known",
+        )  # fmt: skip
+
+    def _descends_from(self, commit: str) -> bool:
+        """Whether HEAD descends from `commit` (or is it), fetching all history if a shallow
+        clone cannot tell."""
+        ask = ("merge-base", "--is-ancestor", commit, "HEAD")
+        if self.git(*ask, cwd=self.path, ok=True) is not None:
+            return True
+        if self.git("rev-parse", "--is-shallow-repository", cwd=self.path) != "true":
+            return False
+        self.git(
+            "fetch", "--quiet", "--no-tags", "--unshallow", *self._fetch_options(), "origin", self.head,
+            cwd=self.path, check=False,
+        )  # fmt: skip
+        return self.git(*ask, cwd=self.path, ok=True) is not None
 
     def changed_paths(self, base: Baseline) -> list[str]:
         """The paths the submission changes against its baseline (every path of its tree when
@@ -242,6 +297,14 @@ class Checkout:
             return None
         data = self.git("cat-file", "blob", f"{rev}:{path}", cwd=self.path, ok=True)
         return data
+
+    def archive(self, base: Baseline, into: Path) -> bool:
+        """The baseline's tree as a tar file at `into` (git's work: done before the checkout is
+        handed over). False when there is no baseline."""
+        if base.commit is None:
+            return False
+        self.git("archive", "--format=tar", "-o", str(into), base.commit, cwd=self.path)
+        return True
 
     def diff_from(self, base: Baseline, paths: Sequence[str] = ()) -> str:
         """The submission's changes against its baseline (the empty tree when there is none,

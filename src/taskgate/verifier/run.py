@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import shutil
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +37,7 @@ from taskgate.domain.baseline import (
     protect_globs,
     protected,
 )
+from taskgate.domain.commit_ids import FULL_COMMIT
 from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import Criterion, CriterionKind, FailedTest
 from taskgate.domain.outcome import (
@@ -51,7 +53,7 @@ from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
-from taskgate.domain.tooling import ADVICE, no_tool
+from taskgate.domain.tooling import ADVICE, environment_failure, fails_on_baseline, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
 from taskgate.verifier import hidden, process, reviewer, tools
 from taskgate.verifier.cache import (
@@ -69,6 +71,7 @@ from taskgate.verifier.checkout import (
     Baseline,
     Checkout,
     CheckoutError,
+    ClaimedBase,
     CommitMissing,
     added_lines,
     checkout,
@@ -182,7 +185,7 @@ class Runner:
         # Every git command before any check: once checks ran, the checkout (and its .git) is
         # the check's.
         with g.timed("baseline"):
-            base = self._baseline(cfg, co, g)
+            base = self._baseline(cfg, co, g, _claimed_base(work))
         if self.cache is not None and any(c.cache for c in cfg.checks.values()):
             with g.timed("cache"):  # git's work too: before the checkout is the check user's
                 self._caches(work, cfg, co, base)
@@ -215,6 +218,8 @@ class Runner:
                         self.progress(f"hidden tests: {exc.detail}")
                     raise RunError(str(exc)) from exc
             self.progress(f"hidden tests: {len(placed.files)} files of {placed.commit[:12]} placed")
+        with g.timed("baseline"):
+            tree = self._baseline_archive(co, base)
         dirs = stack.enter_context(self.sandbox.hand_over(co.path))
         if self.sandbox.user is not None:
             self.progress(f"checks run as {self.sandbox.user.name} (uid {self.sandbox.user.uid})")
@@ -222,6 +227,8 @@ class Runner:
             started = self._checks(cfg, dirs, g)
         with g.timed("reports"):
             reports = self._reports(cfg, co, g, started, committed)
+        self._environment(cfg, g, reports, tree)
+        with g.timed("reports"):
             self._test_criteria(by_kind[CriterionKind.TEST], cfg, reports, g)
         if placed is not None:
             self._hidden(placed, reports, g)
@@ -639,12 +646,14 @@ class Runner:
             )
             self.progress(f"{c.id} {'pass' if ok else 'fail'}: exit {done.exit_code}")
 
-    def _baseline(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> Baseline:
+    def _baseline(
+        self, cfg: VerifierConfig, co: Checkout, g: Gathered, claimed: ClaimedBase | None = None
+    ) -> Baseline:
         """Find the baseline and what the submission changes against it: the paths, which
         scoped files changed only outside their test runner's part, and the diff of the
         protected ones."""
         try:
-            base = co.baseline(cfg.base_branch_choice())
+            base = co.baseline(cfg.base_branch_choice(), claimed)
             changed = co.changed_paths(base)
             listed = changed[:MAX_CHANGED]
             unchanged = [
@@ -742,6 +751,56 @@ class Runner:
                 }
             )
 
+    def _baseline_archive(self, co: Checkout, base: Baseline) -> Path | None:
+        """The baseline's tree, archived while git is still the verifier's: a check that fails
+        as if its environment were broken is run again on it. None: no baseline."""
+        into = co.path.parent / "baseline.tar"
+        if base.commit == co.head:
+            # The submission is its own baseline (committed before the claim): running it again
+            # would fail the same way whatever the cause, and tell nothing.
+            return None
+        try:
+            return into if co.archive(base, into) else None
+        except CheckoutError as exc:
+            raise RunError(f"baseline: {exc}") from exc
+
+    def _environment(
+        self, cfg: VerifierConfig, g: Gathered, reports: dict[str, Report], tree: Path | None
+    ) -> None:
+        """A check that failed as if its environment were broken (its runner could not start,
+        or it wrote no report) runs again on the baseline's tree; failing the same way there,
+        it is the environment's failure, not the submission's: the run is an error."""
+        if tree is None:
+            return
+        for name, check in cfg.checks.items():
+            done = g.checks[name]
+            if done.missing_tool is not None:
+                continue  # already the verifier's error: a tool missing from its PATH
+            missing = check.report is not None and name not in reports and done.report_problem is None
+            how = environment_failure(check.command, done.exit_code, done.output_tail, missing)
+            if how is None:
+                continue
+            self.progress(f"check {name}: {how}; run again on the baseline's tree")
+            with g.timed("environment"):
+                again = self._on_baseline(cfg, name, tree)
+            if again == how:
+                raise RunError(fails_on_baseline(name, how))
+            self.progress(f"check {name} on the baseline: {again or 'not that failure'}")
+
+    def _on_baseline(self, cfg: VerifierConfig, name: str, tree: Path) -> str | None:
+        """How check `name` fails on the baseline's tree (environment_failure's words), or None."""
+        check = cfg.checks[name]
+        where = Path(tempfile.mkdtemp(prefix="baseline-", dir=tree.parent))
+        with tarfile.open(tree) as archive:
+            archive.extractall(where, filter="data")
+        with self.sandbox.lend(where) as there:
+            done = self._run(check.command, there, check.timeout_minutes or cfg.check_timeout_minutes)
+        if done.timed_out:
+            return None
+        wrote = check.report is not None and (where / check.report.path).is_file()
+        missing = check.report is not None and not wrote
+        return environment_failure(check.command, done.exit_code, _tail(done.output), missing)
+
     def _diff(self, cfg: VerifierConfig, co: Checkout, base: Baseline) -> str:
         spec = cfg.reviewer or ReviewerSpec()
         if base.tip is None:
@@ -787,6 +846,18 @@ class _SecondTree:
     path: Path
     files: list[str]  # the test files restored from the baseline
     diff: str  # their diff against it
+
+
+def _claimed_base(work: dict[str, Any]) -> ClaimedBase | None:
+    """The base branch's tip when the task was claimed, as the server recorded it; None when
+    it could not read the repository (or sent something that is not a branch and a commit)."""
+    got = work.get("claimed_base")
+    if not isinstance(got, dict):
+        return None
+    branch, commit = got.get("branch"), got.get("commit")
+    if not isinstance(branch, str) or not isinstance(commit, str) or not FULL_COMMIT.match(commit):
+        return None
+    return ClaimedBase(branch, commit)
 
 
 def _test_name(t: TestCase) -> str:

@@ -124,6 +124,29 @@ class Sandbox:
                     if d.exists():
                         _chown_tree(d, self.own_uid, self.own_gid, dir_mode=0o700)
 
+    @contextmanager
+    def lend(self, tree: Path) -> Iterator[RunDirs]:
+        """Another tree of the run (the baseline's) the check user's for the block, with a home
+        and tmp of its own: nothing the checks before it left there reaches it. The verifier's
+        again afterwards."""
+        if self.user is None:
+            yield RunDirs(tree)
+            return
+        home, tmp = tree.parent / f"{tree.name}-home", tree.parent / f"{tree.name}-tmp"
+        try:
+            for d in (home, tmp):
+                d.mkdir(mode=0o700)
+                os.chown(d, self.user.uid, self.user.gid)
+            _chown_tree(tree, self.user.uid, self.user.gid)
+            yield RunDirs(tree, home, tmp)
+        finally:
+            if self.reaper:
+                process.kill_descendants()
+            if os.geteuid() != 0:
+                for d in (tree, home, tmp):
+                    if d.exists():
+                        _chown_tree(d, self.own_uid, self.own_gid, dir_mode=0o700)
+
 
 def _chown_tree(top: Path, uid: int, gid: int, *, dir_mode: int | None = None) -> None:
     """lchown every entry under `top` (top included), descending into real directories only:
