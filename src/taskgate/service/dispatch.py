@@ -225,6 +225,21 @@ def _holding(ctx: Context, lease: Lease) -> tuple[Item, Slot] | None:
     return (item, slot) if slot.holder == lease.holder else None
 
 
+def _rewrite(ctx: Context, item: Item, slot: Slot, update: dict[str, object], until: datetime) -> bool:
+    """Write the slot back changed, its lease ending at `until`, only if nobody wrote it since it
+    was read; False when somebody did."""
+    changed = slot.model_copy(update=update)
+    put = Put(
+        Item(item.pk, item.sk, changed.model_dump(mode="json"), item.version + 1, expires=iso(until)),
+        item.version,
+    )
+    try:
+        ctx.store.commit([put])
+    except ConflictError:
+        return False
+    return True
+
+
 def renew(ctx: Context, lease: Lease) -> bool:
     """Push the lease to now + LEASE; False once the slot is no longer this holder's (taken over
     after it lapsed, or given back), and the task then stops after its current run."""
@@ -234,25 +249,9 @@ def renew(ctx: Context, lease: Lease) -> bool:
             return False
         item, slot = got
         now = ctx.clock.now()
-        moved = slot.model_copy(update={"state": SlotState.RUNNING, "renewed_at": now})
-        try:
-            ctx.store.commit(
-                [
-                    Put(
-                        Item(
-                            item.pk,
-                            item.sk,
-                            moved.model_dump(mode="json"),
-                            item.version + 1,
-                            expires=iso(now + LEASE),
-                        ),
-                        item.version,
-                    )
-                ]
-            )
+        if _rewrite(ctx, item, slot, {"state": SlotState.RUNNING, "renewed_at": now}, now + LEASE):
             return True
-        except ConflictError:
-            continue  # the dispatcher noting what it started, between the read and the write
+        # else: the dispatcher noting what it started, between the read and the write
     return False
 
 
@@ -267,25 +266,8 @@ def _end(ctx: Context, lease: Lease, state: SlotState) -> None:
         if got is None:
             return
         item, slot = got
-        ended = slot.model_copy(update={"state": state})
-        try:
-            ctx.store.commit(
-                [
-                    Put(
-                        Item(
-                            item.pk,
-                            item.sk,
-                            ended.model_dump(mode="json"),
-                            item.version + 1,
-                            expires=iso(ctx.clock.now()),
-                        ),
-                        item.version,
-                    )
-                ]
-            )
+        if _rewrite(ctx, item, slot, {"state": state}, ctx.clock.now()):
             return
-        except ConflictError:
-            continue
 
 
 def reacquire(ctx: Context, lease: Lease) -> bool:
@@ -296,25 +278,7 @@ def reacquire(ctx: Context, lease: Lease) -> bool:
         return False
     item, slot = got
     now = ctx.clock.now()
-    back = slot.model_copy(update={"state": SlotState.RUNNING, "renewed_at": now})
-    try:
-        ctx.store.commit(
-            [
-                Put(
-                    Item(
-                        item.pk,
-                        item.sk,
-                        back.model_dump(mode="json"),
-                        item.version + 1,
-                        expires=iso(now + LEASE),
-                    ),
-                    item.version,
-                )
-            ]
-        )
-    except ConflictError:
-        return False
-    return True
+    return _rewrite(ctx, item, slot, {"state": SlotState.RUNNING, "renewed_at": now}, now + LEASE)
 
 
 def queued(ctx: Context, project: str, up_to: int) -> int:
