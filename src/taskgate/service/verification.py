@@ -618,13 +618,7 @@ def finish(
             "baseline": kept_baseline,
         }
     )
-    if commit is not None:
-        new = new.model_copy(update={"attempts": _resolved(new, run.commit_sha, commit)})
-    done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=error, now=now)
-    ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
-    return done.model_copy(update={"version": run.version + 1}), new.model_copy(
-        update={"version": task.version + 1}
-    )
+    return _record(ctx, task, new, ev, run, done, project, spec, commit, error, now)
 
 
 def _conflicted(
@@ -668,9 +662,26 @@ def _conflicted(
             "resolved_commit": commit,
         }
     )
+    return _record(ctx, task, new, ev, run, done, project, spec, commit, None, now)
+
+
+def _record(
+    ctx: Context,
+    task: Task,
+    new: Task,
+    ev: Any,
+    run: VerificationRun,
+    done: VerificationRun,
+    project: Project,
+    spec: Spec | None,
+    commit: str | None,
+    error: str | None,
+    now: datetime,
+) -> tuple[VerificationRun, Task]:
+    """Sign the decided run and commit it with the task's move and its history event, at once."""
     if commit is not None:
         new = new.model_copy(update={"attempts": _resolved(new, run.commit_sha, commit)})
-    done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=None, now=now)
+    done, new = _signed(ctx, task=task, new=new, project=project, run=done, spec=spec, error=error, now=now)
     ctx.commit([put_task(task, new), put_event(ev), Put(records.run_item(done), run.version)])
     return done.model_copy(update={"version": run.version + 1}), new.model_copy(
         update={"version": task.version + 1}

@@ -16,6 +16,7 @@ checkout is the check's, and the verifier does not run git in it again.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import shutil
@@ -135,6 +136,8 @@ class Baseline:
     tip: str | None
     commit: str | None
     why: str | None = None
+    # The base branch already holds the submitted commit (it was committed straight onto it).
+    on_branch: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,7 @@ class Checkout:
         if not found:
             return Baseline(branch, tip, None, f"the submitted commit shares no history with {branch}")
         if found == self.head:
-            return self._on_branch(branch, tip, claimed)
+            return dataclasses.replace(self._on_branch(branch, tip, claimed), on_branch=True)
         return Baseline(branch, tip, found)
 
     def _on_branch(self, branch: str, tip: str, claimed: ClaimedBase | None) -> Baseline:

@@ -42,8 +42,9 @@ class Conflict:
 
 def onto_base(co: Checkout, mode: MergeMode, base: Baseline) -> Merged | Conflict:
     """Merge (or rebase) the checked-out submission onto `base.tip` in the checkout. The base
-    must have a tip and a merge-base with the submission (the caller decides what else to do)."""
-    if base.tip is None or base.commit is None:
+    must have a tip and a merge-base with the submission, or already hold it (the caller decides
+    what else to do)."""
+    if base.tip is None or (base.commit is None and not base.on_branch):
         raise CheckoutError(base.why or "no base to merge onto")
     if mode == "rebase":
         return _rebase(co, base)
@@ -56,9 +57,11 @@ def onto_base(co: Checkout, mode: MergeMode, base: Baseline) -> Merged | Conflic
 
 
 def _rebase(co: Checkout, base: Baseline) -> Merged | Conflict:
-    assert base.tip is not None and base.commit is not None
+    assert base.tip is not None
+    # A submission the branch already holds has nothing of its own to replay onto the tip.
+    upstream = co.head if base.on_branch or base.commit is None else base.commit
     done = co.git(
-        "rebase", "--quiet", "--no-autosquash", "--onto", base.tip, base.commit,
+        "rebase", "--quiet", "--no-autosquash", "--onto", base.tip, upstream,
         cwd=co.path, config=_IDENTITY, ok=True,
     )  # fmt: skip
     if done is None:

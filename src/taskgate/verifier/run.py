@@ -199,7 +199,7 @@ class Runner:
         # After the baseline, the caches and the diff (each about the submission itself), before
         # the checkout is the check user's.
         with g.timed("merge"):
-            self._merge(cfg, co, g)
+            self._merge(cfg, co, g, base)
         if g.conflict is not None:
             return  # merging is not verification: a conflict is found before any check runs
         committed = self._clear_reports(cfg, co)
@@ -436,18 +436,15 @@ class Runner:
             self.progress(f"cache {name}: saved from the baseline ({tree_bytes(staging) / 2**20:.1f} MB)")
             return True
 
-    def _merge(self, cfg: VerifierConfig, co: Checkout, g: Gathered) -> None:
+    def _merge(self, cfg: VerifierConfig, co: Checkout, g: Gathered, base: Baseline) -> None:
         """Put what the checks run on in the checkout: the submission merged (or rebased) onto
         the base branch's tip, as the config's `merge` asks; the commit alone with `none`, or by
         default when the repository has no base branch to merge onto."""
         if cfg.merge == "none":
             g.base = MergedBase(mode="none", why="the verifier config sets merge: none")
             return
-        try:
-            base = co.baseline(cfg.base_branch_choice())
-        except CheckoutError as exc:
-            raise RunError(f"cannot read the base branch: {exc}") from exc
-        if base.tip is None or base.commit is None:
+        # A submission the base branch already holds merges onto its tip whatever its baseline.
+        if base.tip is None or (base.commit is None and not base.on_branch):
             if cfg.merge is not None:
                 raise RunError(f"the verifier config sets merge: {cfg.merge}, and {base.why}")
             g.base = MergedBase(mode="none", branch=base.branch, tip=base.tip, why=base.why)
