@@ -147,12 +147,21 @@ def judge(h: Hostile, lines: list[dict[str, Any]], worker_pid: int) -> dict[str,
     assert not {"TASKGATE_VERIFIER_KEY", "TASKGATE_REVIEWER_KEY", "TASKGATE_GIT_TOKEN"} & set(
         scan["env_names"]
     )
-    # The verdict its real tests earn.
+    # The scanner is a conftest.py committed on main: where the baseline shows it (a remote
+    # repository: the claim-time tip is unknown, so the empty tree), it is a change to the
+    # harness that a human decides, no attempt used; where it was on main before the claim, the
+    # baseline holds it and the run fails on its real tests. Either way the evidence is recorded.
     [line] = lines
-    assert (line["task_id"], line["verdict"], line["task_status"]) == (h.task_id, "failed", "ready"), line
     detail = h.gate.detail(h.task_id)
-    assert [r["status"] for r in detail["runs"]] == ["failed"]
-    assert detail["task"]["attempts_used"] == 1
+    if line["verdict"] == "needs_human":
+        assert line["task_status"] == "needs_human", line
+        assert line["needs_human"].startswith("the submission changes protected paths: conftest.py"), line
+        assert [r["status"] for r in detail["runs"]] == ["needs_human"]
+        assert detail["task"]["attempts_used"] == 0
+    else:
+        assert (line["task_id"], line["verdict"], line["task_status"]) == (h.task_id, "failed", "ready"), line
+        assert [r["status"] for r in detail["runs"]] == ["failed"]
+        assert detail["task"]["attempts_used"] == 1
     assert detail["runs"][0]["evidence"]["AC-1.1"]["result"] == "fail"
     assert not Path(scan["run_dir"]).exists()  # taken back and removed, whoever owned what
     return scan

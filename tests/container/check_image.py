@@ -29,7 +29,7 @@ from taskgate.cloud.ecs import project_command, task_command
 from tests.container.engine import ROOT, Podman, Ran, TaskDefinition, Timings, run_as_ecs, verifier_base
 from tests.mcp.live import Live, serving
 from tests.support.server import free_port
-from tests.verifier.support import Gate, Repo, git
+from tests.verifier.support import Gate, Repo
 
 pytestmark = pytest.mark.timeout(1800)
 DOCKERFILE = ROOT / "verifier_container" / "Dockerfile"
@@ -208,6 +208,7 @@ def _gate(live: Live, daemon: Daemon, files: dict[str, str], config: dict[str, A
     """A project whose repository is a URL the container clones from (the git daemon)."""
     name = f"c{next(_n)}-{os.getpid()}"
     repo = Repo.create(daemon.root / name, files)
+    repo.branch("work")  # submissions come from a branch: main stays their baseline
     live.ok("POST", "/api/projects", {"name": name, "repo": daemon.url(name)})
     agent_key, _ = live.key(f"exec-{name}", projects=[name])
     verifier_key, verifier_id = live.key(
@@ -263,7 +264,7 @@ def test_a_passing_and_a_failing_submission_end_verified_and_ready(
         PY_CONFIG,
     )
     passing, failing = gate.task([PY_DIGITS]), gate.task([PY_DIGITS])
-    broken = git(gate.repo.path, "rev-parse", "HEAD")
+    broken = gate.repo.commit({"NOTES": "slug keeps digits next\n"}, "notes only")
     gate.submit(passing, gate.repo.commit({"slug.py": SLUG_PY}, "keep digits"))
     gate.submit(failing, broken)  # not the branch's tip: fetched by its hash, shallow
 
@@ -411,7 +412,11 @@ def test_a_hostile_check_in_the_container_finds_no_key_anywhere_it_can_read(
     assert leaked == [], f"the check read {leaked}"
     # It really looked: every process it may see, and the image's files.
     assert report["scanned"]["environ"] >= 1 and report["scanned"]["files"] > 5000, report["scanned"]
-    assert (run["status"], gate.detail(tid)["task"]["status"]) == ("passed", "verified"), ran.output
+    # hostile.py is a file the check runs by path, added by the submission: a human decides it
+    # (no attempt used), and its report is still recorded as the evidence it earned.
+    assert (run["status"], gate.detail(tid)["task"]["status"]) == ("needs_human", "needs_human"), ran.output
+    assert "the submission changes protected paths: hostile.py" in run["summary"], run["summary"]
+    assert [e["result"] for e in run["evidence"].values()] == ["pass"], run["evidence"]
 
 
 def test_a_second_run_reuses_the_cached_base(podman: Podman, images: Images, timings: Timings) -> None:

@@ -146,17 +146,18 @@ def build(
             if cfg
             else {},
             # What the executor may not change without a human: a change there holds its run.
-            "protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
-            if cfg
-            else [],
+            **(
+                {"protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])}
+                if cfg
+                else {}
+            ),
             **(
                 {"hidden_tests": hidden_tests_note(cfg.hidden_tests.reveal)}
                 if cfg and cfg.hidden_tests
                 else {}
             ),
-            **merging.brief_lines(
-                cfg.merge if cfg else None, cfg.base_branch_choice() if cfg else None, task
-            ),
+            # With no verifier config, nothing is verified: no merge rule to tell.
+            **(merging.brief_lines(cfg.merge, cfg.base_branch_choice(), task) if cfg else {}),
         },
         "test_ref_rule": TEST_REF_RULE,
         "conventions": [prose(c, ITEM_TEXT_CHARS, "a convention") for c in defaults.conventions],

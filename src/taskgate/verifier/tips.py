@@ -46,6 +46,8 @@ def notice_moves(git: Git, projects: Sequence[Mapping[str, Any]], report: Report
         if tip is None or tip == q.get("base_tip"):
             continue
         out = report(q["project"], f"refs/heads/{branch}", tip)
+        if q.get("base_tip") is None:
+            continue  # the server learns the tip it had not heard of: nothing it knew moved
         stale = out.get("stale") or []
         said.append(
             f"{q['project']}: {branch} moved to {tip[:12]}"
