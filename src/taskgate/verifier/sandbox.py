@@ -108,21 +108,9 @@ class Sandbox:
             yield RunDirs(checkout)
             return
         run_dir = checkout.parent
-        home, tmp = run_dir / "home", run_dir / "tmp"
-        try:
-            os.chmod(run_dir, RUN_DIR_MODE)
-            for d in (home, tmp):
-                d.mkdir(mode=0o700)
-                os.chown(d, self.user.uid, self.user.gid)
-            _chown_tree(checkout, self.user.uid, self.user.gid)
-            yield RunDirs(checkout, home, tmp)
-        finally:
-            if self.reaper:
-                process.kill_descendants()
-            if os.geteuid() != 0:  # root removes anything; a worker with CAP_CHOWN takes it back
-                for d in (checkout, home, tmp):
-                    if d.exists():
-                        _chown_tree(d, self.own_uid, self.own_gid, dir_mode=0o700)
+        os.chmod(run_dir, RUN_DIR_MODE)
+        with self._lent(checkout, run_dir / "home", run_dir / "tmp") as dirs:
+            yield dirs
 
     @contextmanager
     def lend(self, tree: Path) -> Iterator[RunDirs]:
@@ -132,7 +120,14 @@ class Sandbox:
         if self.user is None:
             yield RunDirs(tree)
             return
-        home, tmp = tree.parent / f"{tree.name}-home", tree.parent / f"{tree.name}-tmp"
+        with self._lent(tree, tree.parent / f"{tree.name}-home", tree.parent / f"{tree.name}-tmp") as dirs:
+            yield dirs
+
+    @contextmanager
+    def _lent(self, tree: Path, home: Path, tmp: Path) -> Iterator[RunDirs]:
+        """`tree`, and a fresh `home` and `tmp`, the check user's for the block; then nothing of
+        the check user's runs any more and all three are the verifier's again."""
+        assert self.user is not None
         try:
             for d in (home, tmp):
                 d.mkdir(mode=0o700)
@@ -142,7 +137,7 @@ class Sandbox:
         finally:
             if self.reaper:
                 process.kill_descendants()
-            if os.geteuid() != 0:
+            if os.geteuid() != 0:  # root removes anything; a worker with CAP_CHOWN takes it back
                 for d in (tree, home, tmp):
                     if d.exists():
                         _chown_tree(d, self.own_uid, self.own_gid, dir_mode=0o700)
