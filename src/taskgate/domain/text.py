@@ -47,22 +47,7 @@ def unencodable(value: Any, path: str = "") -> str | None:
             pass
         else:
             return None
-    if isinstance(value, str):
-        return path or "(text)" if _SURROGATE.search(value) else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            if isinstance(key, str) and _SURROGATE.search(key):
-                return f"{path}.<key>" if path else "<key>"
-            found = unencodable(item, where)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = unencodable(item, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
+    return _first_match(value, _SURROGATE, path)
 
 
 def encodable(value: Any) -> None:
@@ -86,18 +71,23 @@ def control_character(value: Any, path: str = "") -> str | None:
                 return None
         except ValueError:
             pass
+    return _first_match(value, _CONTROLS, path)
+
+
+def _first_match(value: Any, pattern: re.Pattern[str], path: str = "") -> str | None:
+    """The path of the first string (or key) in `value` that `pattern` finds something in."""
     if isinstance(value, str):
-        return path or "(text)" if _CONTROLS.search(value) else None
+        return path or "(text)" if pattern.search(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(key, str) and _CONTROLS.search(key):
+            if isinstance(key, str) and pattern.search(key):
                 return f"{path}.<key>" if path else "<key>"
-            found = control_character(item, f"{path}.{key}" if path else str(key))
+            found = _first_match(item, pattern, f"{path}.{key}" if path else str(key))
             if found is not None:
                 return found
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            found = control_character(item, f"{path}[{i}]")
+            found = _first_match(item, pattern, f"{path}[{i}]")
             if found is not None:
                 return found
     return None
