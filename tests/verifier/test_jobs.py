@@ -16,6 +16,7 @@ from tests.verifier.support import (
     TASKGATE,
     Gate,
     Repo,
+    git,
 )
 
 
@@ -30,9 +31,13 @@ def project(live: Live, tmp_path: Path, log: Path) -> Gate:
 
 
 def submit(gate: Gate, delays: list[float]) -> list[str]:
+    # Each submission on its own branch off main: on main, a later one would be in the earlier
+    # one's merge onto the tip, and the earlier one would run with the later one's delay.
     tasks = []
     for n, delay in enumerate(delays):
         task = gate.task([KEEPS_DIGITS])
+        git(gate.repo.path, "checkout", "--quiet", "main")
+        gate.repo.branch(f"work-{n}")
         gate.submit(task, gate.repo.commit({"delay": f"{delay}\n", "slug.py": SLUGIFY + f"\n# {n}\n"}))
         tasks.append(task)
     return tasks
