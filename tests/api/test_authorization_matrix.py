@@ -278,6 +278,11 @@ def _put_config(env: Env, caller: str) -> Req:
     )
 
 
+@row("PUT", "/api/projects/{project}/verifier-config/protect", 200)
+def _put_protect(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{VERIFIED}/verifier-config/protect", {"protect": ["**/conftest.py"]})
+
+
 # -- keys -------------------------------------------------------------------------------------
 
 

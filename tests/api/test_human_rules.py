@@ -234,7 +234,8 @@ def test_the_verifier_config_is_validated(env: Env) -> None:
         resp = env.call("PUT", f"/api/projects/{pid}/verifier-config", body=bad)
         assert (resp.status, resp.json["code"]) == (422, "E_VALIDATION"), bad
     assert dump(env.ctx.store) == before
-    assert env.call("GET", f"/api/projects/{pid}/verifier-config").json == {"config": None}
+    none = env.call("GET", f"/api/projects/{pid}/verifier-config").json
+    assert (none["config"], none["protect_in_force"]) == (None, [])
     env.call("PUT", f"/api/projects/{pid}/verifier-config", body=CONFIG)
     cfg = env.call("GET", f"/api/projects/{pid}/verifier-config").json["config"]
     assert cfg["checks"]["unit"]["report"] == {"path": "r.xml", "format": "junit"}

@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain import limits
-from taskgate.domain.baseline import BaselineEvidence
+from taskgate.domain.baseline import DEFAULT_PROTECT, BaselineEvidence, protect_globs
 from taskgate.domain.errors import ErrorCode
-from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, is_stale
+from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
@@ -205,6 +205,9 @@ class TaskOut(Out):
         default=False,
         description="Verified on a base tip that is no longer the base branch's: re-verification is due",
     )
+    stale_note: str | None = Field(
+        default=None, description="When stale: where the base branch is now, in words"
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -239,12 +242,10 @@ class TaskOut(Out):
         base = task.verified_base
         merged = {
             "verified_on": held_for(base) if task.status is Status.VERIFIED and base is not None else None,
-            "stale": task.status is Status.VERIFIED
-            and base_tip is not None
-            and base is not None
-            and base.branch == base_tip.branch
-            and is_stale(base, base_tip.tip),
+            "stale": task.status is Status.VERIFIED and stale_on(base, base_tip),
         }
+        if merged["stale"] and base_tip is not None:
+            merged["stale_note"] = stale_line(base_tip)
         return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
 
 
@@ -440,6 +441,33 @@ class VerifierConfigIn(In, VerifierConfig):
 
 class VerifierConfigOut(Out):
     config: VerifierConfig | None
+    protect_default: list[str] = Field(
+        default_factory=list, description="The protect globs that apply when the config names none"
+    )
+    protect_in_force: list[str] = Field(
+        default_factory=list,
+        description="The globs in force: the config's protect (or the default) and the files its "
+        "checks run by path; [] when protection is off or there is no config",
+    )
+
+    @classmethod
+    def of(cls, config: VerifierConfig | None) -> VerifierConfigOut:
+        in_force = (
+            protect_globs(config.protect, [c.command for c in config.checks.values()])
+            if config is not None
+            else []
+        )
+        return cls(config=config, protect_default=list(DEFAULT_PROTECT), protect_in_force=in_force)
+
+
+class ProtectIn(In):
+    """The verifier config's protect globs alone; the rest of the config stays as stored."""
+
+    protect: list[str] | None = Field(
+        description="Globs of the paths a submission may not change without a human; null: the "
+        "default harness (protect_default); []: protection off",
+        max_length=200,
+    )
 
 
 class VerifierConfigDraft(Out):

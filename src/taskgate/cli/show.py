@@ -89,6 +89,12 @@ def changed_lines(base: dict[str, Any]) -> list[str]:
     return out
 
 
+def _conflict(c: dict[str, Any]) -> str:
+    paths = c.get("paths") or []
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return f" conflict with {c.get('branch')} at {str(c.get('tip'))[:12]} in {shown}"
+
+
 def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
     """A task as a person reads it at a terminal: criteria with the last run's evidence,
     attempts, findings, runs, notes and history."""
@@ -105,7 +111,9 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
         + (f", blocked by {', '.join(t['blocked_by'])}" if t.get("blocked_by") else ""),
     ]
     if t.get("verified_on"):
-        stale = " (stale: the base branch has moved since; re-verification is due)" if t.get("stale") else ""
+        stale = (
+            f" ({t.get('stale_note') or 'stale: the base branch has moved since'})" if t.get("stale") else ""
+        )
         out.append(f"  verified on {t['verified_on']}{stale}")
     if t.get("needs_human"):
         out.append(f"  waits for a human: {t['needs_human'].get('text') or t['needs_human']}")
@@ -139,6 +147,7 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
                 f"  {r['id']} attempt {r['attempt']} {r['commit_sha'][:12]}: {r['status']}"
                 + (" re-verification" if r.get("reverify") else "")
                 + (f" on {held_for(MergedBase.model_validate(r['base']))}" if r.get("base") else "")
+                + (_conflict(r["conflict"]) if r.get("conflict") else "")
                 + (f" ({checks})" if checks else "")
                 + (f" — {r['summary']}" if r.get("summary") else "")
             )

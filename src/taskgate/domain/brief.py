@@ -157,7 +157,11 @@ def build(
                 else {}
             ),
             # With no verifier config, nothing is verified: no merge rule to tell.
-            **(merging.brief_lines(cfg.merge, cfg.base_branch_choice(), task) if cfg else {}),
+            **(
+                merging.brief_lines(cfg.merge, cfg.base_branch_choice(), task, project.base_tip)
+                if cfg
+                else {}
+            ),
         },
         "test_ref_rule": TEST_REF_RULE,
         "conventions": [prose(c, ITEM_TEXT_CHARS, "a convention") for c in defaults.conventions],

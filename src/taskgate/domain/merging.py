@@ -100,6 +100,19 @@ def is_stale(base: MergedBase | None, tip: str | None) -> bool:
     )
 
 
+def stale_on(base: MergedBase | None, known: BaseTip | None) -> bool:
+    """A verdict reached on `base` is stale against the base branch's known tip: the same
+    branch, another tip. (Whether the task still holds a verdict is the caller's question.)"""
+    return (
+        known is not None and base is not None and base.branch == known.branch and is_stale(base, known.tip)
+    )
+
+
+def stale_line(known: BaseTip) -> str:
+    """What a stale verdict says, after the base it holds for (the brief, `task show`, the board)."""
+    return f"stale: {known.branch} is at {known.tip[:12]} now; it is verified again on that tip"
+
+
 def merge_rule(mode: MergeMode | None, branch: str | None) -> str:
     """What the verifier checks, in words for the executor's brief (short: it is in every one;
     a conflict's finding says what to do when there is one)."""
@@ -109,9 +122,14 @@ def merge_rule(mode: MergeMode | None, branch: str | None) -> str:
     return f"your commit {how} onto {branch or 'main'}'s tip"
 
 
-def brief_lines(mode: MergeMode | None, branch: str | None, task: Task) -> dict[str, Any]:
-    """The brief's lines on merging: what is checked, and the base the task's verdict holds for."""
+def brief_lines(
+    mode: MergeMode | None, branch: str | None, task: Task, known: BaseTip | None = None
+) -> dict[str, Any]:
+    """The brief's lines on merging: what is checked, the base the task's verdict holds for, and
+    whether that verdict is stale (`known`: the base branch's tip as last reported)."""
     out: dict[str, Any] = {"checks_run_on": merge_rule(mode, branch)}
     if task.verified_base is not None:
         out["verified_on"] = held_for(task.verified_base)
+        if task.status == "verified" and known is not None and stale_on(task.verified_base, known):
+            out["stale"] = stale_line(known)
     return out

@@ -181,13 +181,16 @@ def set_verification(ctx: Context, who: Acting, name: str, on: bool) -> Project:
     )
 
 
-def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, Any]) -> Project:
+def set_verifier_config(
+    ctx: Context, who: Acting, name: str, config: dict[str, Any], *, expected: Project | None = None
+) -> Project:
+    """`expected`: the project as the caller read it, to change only that version of it."""
     authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
     try:
         parsed = VerifierConfig.model_validate(config)
     except ValidationError as exc:
         raise invalid(f"verifier config: {exc.errors(include_url=False)}") from exc
-    old = ctx.project(name)
+    old = expected if expected is not None else ctx.project(name)
     # In the cloud, an image gets its task definition now, in the same commit as the config.
     also, registered = images.on_save(ctx, who, parsed.image)
     return _save(
@@ -203,6 +206,21 @@ def set_verifier_config(ctx: Context, who: Acting, name: str, config: dict[str, 
         # written before this was recorded).
         previous=old.verifier_config.model_dump(mode="json") if old.verifier_config else {},
         **registered,
+    )
+
+
+def set_protect(ctx: Context, who: Acting, name: str, protect: list[str] | None) -> Project:
+    """Replace only the verifier config's `protect` (None: the default harness; []: off) on the
+    config as stored now: the commit is guarded by the project's version, so a config saved in
+    between is never overwritten with an older copy of itself."""
+    authorize(Op.SET_VERIFIER_CONFIG, who, project=name)
+    old = ctx.project(name)
+    if old.verifier_config is None:
+        raise TaskgateError(
+            ErrorCode.WRONG_STATE, f"{name} has no verifier config yet: save one with its checks first"
+        )
+    return set_verifier_config(
+        ctx, who, name, {**old.verifier_config.model_dump(mode="json"), "protect": protect}, expected=old
     )
 
 

@@ -10,7 +10,7 @@ from taskgate.domain import outcome as rules
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import invalid
 from taskgate.domain.lifecycle import Action
-from taskgate.domain.merging import BaseTip, MergedBase, held_for, is_stale
+from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_on
 from taskgate.domain.models import Project, Status, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
@@ -25,14 +25,7 @@ _BRANCH_REF = "refs/heads/"
 
 def stale(project: Project, task: Task) -> bool:
     """A verified task whose verdict holds for another tip than the base branch's known one."""
-    known = project.base_tip
-    return (
-        task.status is Status.VERIFIED
-        and known is not None
-        and task.verified_base is not None
-        and task.verified_base.branch == known.branch
-        and is_stale(task.verified_base, known.tip)
-    )
+    return task.status is Status.VERIFIED and stale_on(task.verified_base, project.base_tip)
 
 
 def stale_tasks(ctx: Context, project: Project) -> list[Task]:

@@ -6,6 +6,7 @@ from taskgate import runtime
 from taskgate.api.access import Access, caller, route
 from taskgate.api.errors import RefusedWithDetail
 from taskgate.api.schemas import (
+    ProtectIn,
     VerificationState,
     VerificationSwitch,
     VerifierConfigDraft,
@@ -68,7 +69,7 @@ def put_verification(project: str, body: VerificationSwitch) -> VerificationStat
 
 @route("GET", "/api/projects/<project>/verifier-config", H, summary="The verifier config", tags=TAGS)
 def get_verifier_config(project: str) -> VerifierConfigOut:
-    return VerifierConfigOut(config=projects.get(runtime.context(), caller(), project).verifier_config)
+    return VerifierConfigOut.of(projects.get(runtime.context(), caller(), project).verifier_config)
 
 
 @route(
@@ -95,4 +96,17 @@ def put_verifier_config(project: str, body: VerifierConfigIn) -> VerifierConfigO
     updated = projects.set_verifier_config(
         runtime.context(), caller(), project, body.model_dump(mode="json", exclude_unset=True)
     )
-    return VerifierConfigOut(config=updated.verifier_config)
+    return VerifierConfigOut.of(updated.verifier_config)
+
+
+@route(
+    "PUT",
+    "/api/projects/<project>/verifier-config/protect",
+    H,
+    summary="Replace the verifier config's protect globs alone (null: the default; []: off)",
+    tags=TAGS,
+    body=True,
+)
+def put_protect(project: str, body: ProtectIn) -> VerifierConfigOut:
+    updated = projects.set_protect(runtime.context(), caller(), project, body.protect)
+    return VerifierConfigOut.of(updated.verifier_config)
