@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
@@ -48,6 +48,7 @@ CONFIG = {
         "unit": {"command": "pytest --junitxml=reports/junit.xml", "report": {"path": "reports/junit.xml"}}
     }
 }
+T = TypeVar("T")
 _LOAD_FAILED = re.compile(r"^Failed to load resource: the server responded with a status of (\d{3})")
 
 
@@ -208,6 +209,12 @@ def mcp(site: Site, key: str, *calls: tuple[str, dict[str, Any]]) -> list[dict[s
     """Tool calls made by one agent, in order, over one MCP session; each must succeed. They run
     on a thread of their own: Playwright's sync API owns an event loop on the test's thread."""
     return _LOOP.submit(asyncio.run, _calls(site.url, key, list(calls))).result(timeout=60)
+
+
+def off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the agents' thread: code that runs its own event loop (an MCP session)
+    cannot run on the test's thread, where Playwright's sync API keeps one."""
+    return _LOOP.submit(fn, *args).result(timeout=60)
 
 
 def claim(site: Site, key: str, project: str, tid: str) -> str:

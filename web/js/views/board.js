@@ -6,7 +6,7 @@ import { all, enc, post } from "../api.js";
 import { countdown, h, label, replace, rerender } from "../dom.js";
 import * as url from "../state.js";
 import { actionDialog, notify } from "../ui.js";
-import { flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
+import { baseShort, baseWords, flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
 import { mountDrawer } from "./drawer.js";
 
 export const STATUSES = [
@@ -133,6 +133,10 @@ export function mountBoard(root, app) {
         ),
       );
     }
+    if (task.status === "verified" && task.verified_base) {
+      // The base the verdict holds for, in a few characters; the drawer says it in full.
+      parts.push(h("p", { class: "card-base", title: `verified on ${task.verified_on || baseWords(task.verified_base)}` }, "on ", h("span", { class: "card-base-at" }, baseShort(task.verified_base))));
+    }
     const flags = flagsOf(task);
     if (flags.length) parts.push(h("ul", { class: "flags" }, flags.map(([kind, text]) => h("li", { class: `flag flag-${kind}` }, text))));
     return parts;
@@ -178,7 +182,7 @@ export function mountBoard(root, app) {
           cards.set(t.id, card);
         }
         if (card.sig !== sig) {
-          card.li.className = `card risk-${t.risk}${t.id === url.param("task") ? " open" : ""}`;
+          card.li.className = `card risk-${t.risk}${t.stale ? " stale" : ""}${t.id === url.param("task") ? " open" : ""}`;
           rerender(card.li, () => renderCard(t));
           card.sig = sig;
         }

@@ -6,10 +6,13 @@ import { enc, get, patch, post, text } from "../api.js";
 import { countdown, duration, h, label, rerender, when } from "../dom.js";
 import { criteriaEditor, criteriaInput } from "../criteria.js";
 import { actionDialog, notify, refusal, showRefusal } from "../ui.js";
-import { flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
+import { baseWords, flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
 import { eventDetail } from "../eventtext.js";
 
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
+// Why a gate rule holds a submission for a person (the server's RULE_HOLDS): a human allows
+// it (protected paths only) or reopens the task with findings.
+const RULE_HOLDS = new Set(["held", "tests_edited", "reads_grader"]);
 const PAGE = 50;
 const MAX_PAGES = 40;
 
@@ -43,6 +46,25 @@ function needsHumanBanner(task) {
     { class: `banner banner-${why.why.replaceAll("_", "-")}`, role: "note", "aria-label": "Why it needs a human" },
     h("p", {}, h("strong", {}, "Needs a human: "), why.reason),
     h("p", { class: "muted" }, `${why.by} · ${when(why.at)}${why.attempt ? ` · attempt ${why.attempt}` : ""}${why.failure_kind ? ` · ${why.failure_kind}` : ""}`),
+    why.why === "held" && why.paths && why.paths.length
+      ? [
+          h("ul", { class: "held-paths", "aria-label": "Protected paths the submission changes" }, why.paths.map((p) => h("li", {}, h("code", {}, p)))),
+          why.diff ? h("details", { dataset: { key: "held-diff" } }, h("summary", {}, "Their diff"), h("pre", { class: "output" }, why.diff)) : null,
+        ]
+      : null,
+  );
+}
+
+// The base the task's verdict holds for, and whether it is stale (the base branch moved since).
+function verdictBase(task) {
+  if (task.status !== "verified" || !task.verified_on) return null;
+  return h(
+    "div",
+    { class: `banner verdict-base${task.stale ? " banner-stale" : ""}`, role: "note", "aria-label": "What the verdict holds for" },
+    h("p", {}, h("strong", {}, "Verified on: "), task.verified_on),
+    task.stale
+      ? h("p", { class: "stale-note" }, `${task.stale_note || "stale: the base branch has moved since"}. The verifier checks it again by itself; accepting it before then is recorded as accepting a stale verdict.`)
+      : null,
   );
 }
 
@@ -204,9 +226,10 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
           onClick: () =>
             act({
               title: `Accept ${id}?`,
-              body: risky
-                ? `${id} is ${task.risk} risk: it is accepted on its own, by you. Check its evidence first.`
-                : `${id} moves to done.`,
+              body: [
+                task.stale ? h("p", { class: "stale-warning" }, `Its verdict is stale (${task.stale_note || "the base branch has moved since"}): it was verified on ${task.verified_on}.`) : null,
+                h("p", {}, risky ? `${id} is ${task.risk} risk: it is accepted on its own, by you. Check its evidence first.` : `${id} moves to done.`),
+              ],
               confirm: "Accept",
               done: `${id} accepted.`,
               run: () => post(`${base}/accept`),
@@ -214,7 +237,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Accept"),
       );
     }
-    const held = task.status === "needs_human" && task.needs_human && ["held", "reads_grader"].includes(task.needs_human.why);
+    const held = task.status === "needs_human" && task.needs_human && RULE_HOLDS.has(task.needs_human.why);
     if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status) || held) {
       buttons.push(
         h("button", {
@@ -258,7 +281,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]),
       ];
       if (task.spec_id) resolutions.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
-      if (held) {
+      if (held && task.needs_human.why === "held" && task.needs_human.paths.length) {
         // The submission changes protected paths: allowing it verifies it again with the change allowed, signed as yours.
         resolutions.push(resolve("allow", `Allow ${id}'s change to ${task.needs_human.paths.join(", ")}?`, "Allow the change", [], "The submission is verified again with these protected paths allowed; the allowance is recorded in history and signed as yours."));
       }
@@ -480,7 +503,9 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
           h(
             "li",
             { class: `run run-${r.status}` },
-            h("p", {}, h("strong", {}, r.id), " ", resultBadge(r.status), signed.has(r.id) ? [" ", h("span", { class: "signed-badge", title: "the server's signed in-toto statement of this decision verifies with its attestation key" }, "signed")] : null, ` attempt ${r.attempt} · commit ${r.commit_sha.slice(0, 12)} · ${when(r.started_at)}${r.finished_at ? ` → ${when(r.finished_at)}` : ""}`),
+            h("p", {}, h("strong", {}, r.id), " ", resultBadge(r.status), r.reverify ? [" ", h("span", { class: "badge reverify", title: "a run on a verified task whose base branch moved" }, "re-verification")] : null, signed.has(r.id) ? [" ", h("span", { class: "signed-badge", title: "the server's signed in-toto statement of this decision verifies with its attestation key" }, "signed")] : null, ` attempt ${r.attempt} · commit ${r.commit_sha.slice(0, 12)} · ${when(r.started_at)}${r.finished_at ? ` → ${when(r.finished_at)}` : ""}`),
+            r.base ? h("p", { class: "run-base", dataset: { tip: r.base.tip || "" } }, "Checked on ", baseWords(r.base)) : null,
+            r.conflict ? h("p", { class: "run-conflict" }, `Did not ${r.conflict.mode} onto ${r.conflict.branch} at ${r.conflict.tip.slice(0, 12)}; conflicting paths: `, r.conflict.paths.map((p, i) => [i ? ", " : "", h("code", {}, p)])) : null,
             r.summary ? h("p", {}, r.summary) : null,
             r.baseline ? changedPaths(r) : null,
             Object.keys(r.checks).length
@@ -528,7 +553,8 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     const where = b.commit ? `${b.branch} at ${b.commit.slice(0, 12)}` : `no baseline (${b.why})`;
     return h(
       "details",
-      { class: "changed-paths", dataset: { key: `changed-${r.id}` } },
+      // Open when it marks protected paths: those are what a human decides on.
+      { class: "changed-paths", open: protectedSet.size > 0, dataset: { key: `changed-${r.id}` } },
       h("summary", {}, `${b.changed_total} changed path${b.changed_total === 1 ? "" : "s"} against ${where}${protectedSet.size ? ` · ${protectedSet.size} protected` : ""}`),
       h(
         "ul",
@@ -623,6 +649,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         task.claim ? h("span", {}, `held by ${task.claim.actor} · lease `, h("span", { class: "countdown", dataset: { expires: task.claim.expires_at } }, countdown(task.claim.expires_at)), ` · ${task.claim.phase}`) : null,
       ),
       flagList(flags),
+      verdictBase(task),
       needsHumanBanner(task),
       actions(task),
       section(

@@ -1,6 +1,7 @@
 // The verifiers tab: the verification switch (and what is missing to turn it on), verifier
 // keys (register: shown once; revoke), and the verifier config as a JSON editor whose
-// validation errors, the browser's or the server's, show next to it.
+// validation errors, the browser's or the server's, show next to it; and the protected paths
+// (the config's `protect`) on a form of their own, saved alone.
 
 import { enc, get, post, put } from "../api.js";
 import { field, h, replace, when } from "../dom.js";
@@ -61,8 +62,9 @@ export function mountVerifiers(root, app) {
   const switchEl = h("section", { class: "panel", "aria-labelledby": "v-switch" });
   const keysEl = h("section", { class: "panel", "aria-labelledby": "v-keys" });
   const configEl = h("section", { class: "panel", "aria-labelledby": "v-config" });
+  const protectEl = h("section", { class: "panel", "aria-labelledby": "v-protect" });
   const secretEl = h("div", {});
-  replace(root, h("h1", {}, "Verifiers"), switchEl, keysEl, configEl);
+  replace(root, h("h1", {}, "Verifiers"), switchEl, keysEl, protectEl, configEl);
 
   async function renderSwitch() {
     let state;
@@ -234,6 +236,7 @@ export function mountVerifiers(root, app) {
         replace(notes);
         notify(`Verifier config of ${p()} saved.`);
         renderSwitch();
+        renderProtect();
       } catch (err) {
         area.setAttribute("aria-invalid", "true");
         replace(errors, refusal(err));
@@ -242,8 +245,79 @@ export function mountVerifiers(root, app) {
     replace(configEl, h("h2", { id: "v-config" }, "Verifier config"), form);
   }
 
+  // protect: absent (null) applies the default harness, [] switches protection off, a list is
+  // the project's own. Saved through its own route, which changes protect alone on the config as
+  // stored, so the JSON editor's copy is never written back over it.
+  async function renderProtect() {
+    const title = h("h2", { id: "v-protect" }, "Protected paths");
+    let out;
+    try {
+      out = await get(`/api/projects/${enc(p())}/verifier-config`);
+    } catch (err) {
+      replace(protectEl, title, refusal(err));
+      return;
+    }
+    if (!out.config) {
+      replace(protectEl, title, h("p", { class: "muted" }, "Save a verifier config with its checks first; the default protected paths then apply."));
+      return;
+    }
+    const own = out.config.protect;
+    const mode = own === null || own === undefined ? "default" : own.length ? "own" : "off";
+    const said = { default: "the default (the test harness of pytest and the JavaScript runners)", own: "this project's own list", off: "off: a submission may change any path" };
+    const radio = (value, text) => {
+      const input = h("input", { type: "radio", name: "protect-mode", id: `protect-${value}`, value, checked: mode === value });
+      return h("label", { class: "check", for: input.id }, input, ` ${text}`);
+    };
+    const choices = [radio("default", "The default"), radio("own", "Our own list"), radio("off", "Off")];
+    const area = h("textarea", { id: "protect-globs", rows: 8, spellcheck: "false", class: "code-editor small", "aria-describedby": "protect-help" });
+    area.value = (mode === "own" ? own : out.protect_default).join("\n");
+    const sync = () => {
+      area.disabled = protectEl.querySelector('input[name="protect-mode"]:checked').value !== "own";
+    };
+    const errors = h("div", { id: "protect-errors" });
+    const form = h(
+      "form",
+      { class: "protect-form" },
+      h("fieldset", {}, h("legend", {}, "Which paths a submission may not change without a human"), choices),
+      h("div", { class: "field" }, h("label", { for: area.id }, "Our own globs, one per line"), area),
+      h("p", { id: "protect-help", class: "field-hint" }, "Relative to the checkout: * and ? stay within a path segment, **/ is any number of directories, a trailing / names a directory and everything under it. The files a check runs by path are protected as well, unless protection is off."),
+      errors,
+      h("button", { type: "submit", class: "primary" }, "Save protected paths"),
+    );
+    form.addEventListener("change", sync);
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      replace(errors);
+      const chosen = form.querySelector('input[name="protect-mode"]:checked').value;
+      const globs = area.value.split("\n").map((g) => g.trim()).filter(Boolean);
+      const body = { protect: chosen === "default" ? null : chosen === "off" ? [] : globs };
+      if (chosen === "own" && !globs.length) {
+        replace(errors, h("div", { role: "alert", class: "refusal" }, h("p", {}, "Name at least one glob, or choose Off.")));
+        return;
+      }
+      try {
+        await put(`/api/projects/${enc(p())}/verifier-config/protect`, body);
+        notify(`Protected paths of ${p()} saved.`);
+        await Promise.all([renderProtect(), renderConfig()]);
+      } catch (err) {
+        area.setAttribute("aria-invalid", "true");
+        replace(errors, refusal(err));
+      }
+    });
+    replace(
+      protectEl,
+      title,
+      h("p", { class: "protect-state" }, "Protection is ", h("strong", {}, said[mode]), "."),
+      out.protect_in_force.length
+        ? [h("p", {}, "In force now (with the files the checks run by path):"), h("ul", { class: "protect-list", "aria-label": "Protected paths in force" }, out.protect_in_force.map((g) => h("li", {}, h("code", {}, g))))]
+        : h("p", { class: "muted" }, "No path is protected."),
+      form,
+    );
+    sync();
+  }
+
   async function refresh() {
-    await Promise.all([renderSwitch(), renderKeys(), renderConfig()]);
+    await Promise.all([renderSwitch(), renderKeys(), renderProtect(), renderConfig()]);
   }
   refresh();
   return { refresh, unmount() {} };
