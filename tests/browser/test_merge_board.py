@@ -59,7 +59,7 @@ def push(site: Site, gate: Gate, tip: str) -> None:
 
 
 def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_run_on_its_base(
-    page: Page, site: Site, tmp_path: Path
+    page: Page, guard: Guard, site: Site, tmp_path: Path
 ) -> None:
     gate = gate_on(site, tmp_path)
     repo = gate.repo
@@ -101,6 +101,18 @@ def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_ru
     )
     dialog.get_by_role("button", name="Back", exact=True).click()
     assert site.status(tid) == "verified"
+    # a project that accepts only re-verified work refuses it, and the dialog says why
+    gate.configure(pytest_config(accept_stale=False))
+    guard.expect(409)
+    drawer.get_by_role("button", name="Accept", exact=True).click()
+    dialog.get_by_role("button", name="Accept", exact=True).click()
+    expect(dialog.get_by_role("alert")).to_contain_text(
+        f"{tid} was verified on merged onto main at {tip0[:12]}, and main is at {tip1[:12]} now: its verdict "
+        "is stale; this project accepts only after re-verification (accept_stale: false)"
+    )
+    dialog.get_by_role("button", name="Back", exact=True).click()
+    assert site.status(tid) == "verified"
+    gate.configure(pytest_config())
     # the whole board still fits 1,280 px with the marked card and the open drawer
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 1280
     assert page.evaluate(
