@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
-from tests.browser.support import Guard, Site, off_loop, sign_in
+from tests.browser.support import Guard, Site, off_loop, sign_in, submit
 from tests.mcp.live import Live
 from tests.support.users import shared_tmp
 from tests.verifier.support import Gate, Repo, git, pytest_config
@@ -240,20 +240,38 @@ def test_changed_paths_mark_protected_and_test_files_and_a_held_change_is_allowe
     expect(protected.locator(".badge.protected")).to_have_text("protected, allowed")
 
 
-def test_code_that_reads_its_grader_is_reopened_not_allowed(page: Page, site: Site, tmp_path: Path) -> None:
-    """Allowing is for protected paths only: the drawer does not offer it for a screen hit (the
+LIMIT_TEST = {"text": "the limit is 10", "kind": "test", "verify_ref": "test_conf.test_limit"}
+HOLDS = {
+    # the screen finds code that reads its grader (a frame read)
+    "reads_grader": (
+        USE,
+        {"conf.py": "import sys\n\nLIMIT = sys._getframe(0).f_lineno * 0 + 10\n", "test_use.py": USES},
+    ),
+    # the named test passes only with the submission's own edit to it
+    "tests_edited": (
+        LIMIT_TEST,
+        {"conf.py": "LIMIT = 20\n", "test_conf.py": CONF_TEST.replace("== 10", "== 20")},
+    ),
+}
+
+
+@pytest.mark.parametrize("why", sorted(HOLDS))
+def test_a_hold_not_on_protected_paths_is_reopened_not_allowed(
+    page: Page, site: Site, tmp_path: Path, why: str
+) -> None:
+    """Allowing is for protected paths only: the drawer does not offer it for another hold (the
     server would refuse it), and reopening with findings sends the task back with an attempt used."""
+    criterion, files = HOLDS[why]
     gate = gate_on(site, tmp_path)
     repo = gate.repo
-    tid = gate.task([USE])
-    git(repo.path, "checkout", "--quiet", "-b", "grader")
-    reads = "import sys\n\nLIMIT = sys._getframe(0).f_lineno * 0 + 10\n"
-    sha = repo.commit({"conf.py": reads, "test_use.py": USES}, "grader")
+    tid = gate.task([criterion])
+    git(repo.path, "checkout", "--quiet", "-b", "held")
+    sha = repo.commit(files, "held")
     git(repo.path, "checkout", "--quiet", "main")
     off_loop(gate.submit, tid, sha)
     [line] = gate.verify_json()
     assert line["task_status"] == "needs_human", line
-    assert site.task(tid)["task"]["needs_human"]["why"] == "reads_grader"
+    assert site.task(tid)["task"]["needs_human"]["why"] == why
 
     sign_in(page, site, f"?project={gate.project}&task={tid}")
     drawer = page.locator("#drawer")
@@ -262,12 +280,12 @@ def test_code_that_reads_its_grader_is_reopened_not_allowed(page: Page, site: Si
     expect(actions.get_by_role("button", name="Allow the change")).to_have_count(0)
     actions.get_by_role("button", name="Reopen…").click()
     dialog = page.get_by_role("dialog")
-    dialog.get_by_label("Findings (one per line)").fill("compute the limit; do not read the caller's frame")
+    dialog.get_by_label("Findings (one per line)").fill("compute the limit; leave its test as it is")
     dialog.get_by_role("button", name="Reopen", exact=True).click()
     expect(dialog).to_have_count(0)
     task = site.task(tid)["task"]
     assert (task["status"], task["attempts_used"]) == ("ready", 1)
-    assert task["findings"][-1]["summary"] == "compute the limit; do not read the caller's frame"
+    assert task["findings"][-1]["summary"] == "compute the limit; leave its test as it is"
 
 
 def test_protect_is_edited_in_the_verifiers_tab_and_round_trips(page: Page, guard: Guard, site: Site) -> None:
@@ -332,3 +350,28 @@ def test_protect_is_edited_in_the_verifiers_tab_and_round_trips(page: Page, guar
         [],
         None,
     ]
+
+
+def test_evidence_flags_the_board_does_not_know_are_shown_as_words(page: Page, site: Site) -> None:
+    """A flag a newer verifier sets on a criterion's evidence is shown, named in words and as
+    text. The server's answer is extended in flight: no flag of this kind exists yet to record."""
+    project = site.project(f"flags-{os.getpid() % 10000}", verification=True)
+    tid = site.rest_task(
+        project, "Add /ping", criteria=[{"text": "ping answers", "kind": "test", "verify_ref": "t.test_ping"}]
+    )
+    submit(site, site.agent_key(f"ada-{project}"), project, tid)
+    site.verify(project, tid)
+    own = f"AC-{tid}.1"
+
+    def extend(route: Route) -> None:
+        body = route.fetch().json()
+        ev = body["runs"][-1]["evidence"][own]
+        ev["flags"] = ["passes_without_change", {"kind": "odd", "text": "<img src=x onerror=alert(1)>"}]
+        ev["brand_new_flag"] = True
+        route.fulfill(json=body)
+
+    page.route(re.compile(rf"/api/tasks/{re.escape(tid)}(\?.*)?$"), extend)
+    sign_in(page, site, f"?project={project}&task={tid}")
+    flags = page.locator(f'#drawer tr.criterion[data-criterion="{own}"] .evidence-flag')
+    expect(flags).to_have_text(["passes without change", "<img src=x onerror=alert(1)>", "brand new flag"])
+    expect(page.locator("#drawer img")).to_have_count(0)

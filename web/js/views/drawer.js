@@ -25,6 +25,19 @@ function kv(pairs) {
   return h("dl", { class: "kv" }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
+// Flags the verifier or the server set on a criterion's evidence, whatever their name: an array
+// `flags` (strings, or {kind, text}) and any field that is exactly true. One the board does not
+// know yet is still shown, in words made from its name.
+function evidenceFlags(ev) {
+  const out = [];
+  for (const f of Array.isArray(ev.flags) ? ev.flags : []) {
+    if (typeof f === "string") out.push([f, f.replaceAll("_", " ")]);
+    else if (f && typeof f.kind === "string") out.push([f.kind, typeof f.text === "string" ? f.text : f.kind.replaceAll("_", " ")]);
+  }
+  for (const [k, v] of Object.entries(ev)) if (v === true) out.push([k, k.replaceAll("_", " ")]);
+  return out.length ? h("ul", { class: "flags evidence-flags" }, out.map(([kind, words]) => h("li", { class: "flag evidence-flag", dataset: { flag: kind } }, words))) : null;
+}
+
 function resultBadge(result) {
   return h("span", { class: `badge result-${result}` }, result);
 }
@@ -386,7 +399,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         h("th", { scope: "row", class: "nowrap" }, c.id),
         h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
         h("td", {}, ev ? resultBadge(ev.result) : h("span", { class: "muted" }, run ? "no evidence" : "not verified yet")),
-        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
+        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", evidenceFlags(ev), ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
         h("td", {}, said ? resultBadge(said) : ""),
       );
       return [row, evidenceFailuresRow(c, ev)];
