@@ -129,10 +129,10 @@ def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_ru
     newest, first = runs(drawer).nth(0), runs(drawer).nth(1)
     expect(newest.locator(".badge.reverify")).to_have_text("re-verification")
     expect(newest.locator(".badge.result-passed")).to_have_text("passed")
-    expect(newest.locator(".run-base")).to_have_text(f"Checked on merged onto main at {tip1[:12]}")
+    expect(newest.locator(".run-base")).to_have_text(f"Checked on the commit merged onto main at {tip1[:12]}")
     expect(newest.locator(".run-base")).to_have_attribute("data-tip", tip1)
     expect(first.locator(".badge.reverify")).to_have_count(0)
-    expect(first.locator(".run-base")).to_have_text(f"Checked on merged onto main at {tip0[:12]}")
+    expect(first.locator(".run-base")).to_have_text(f"Checked on the commit merged onto main at {tip0[:12]}")
 
     # main then renames the limit under it: the re-verification fails and the run says so
     tip2 = repo.commit(RENAMED, "rename")
@@ -146,7 +146,7 @@ def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_ru
     failed = runs(drawer).nth(0)
     expect(failed.locator(".badge.reverify")).to_have_text("re-verification")
     expect(failed.locator(".badge.result-failed")).to_have_text("failed")
-    expect(failed.locator(".run-base")).to_have_text(f"Checked on merged onto main at {tip2[:12]}")
+    expect(failed.locator(".run-base")).to_have_text(f"Checked on the commit merged onto main at {tip2[:12]}")
     expect(failed).to_contain_text(f"breaks on the new base (the commit merged onto main at {tip2[:12]}")
     expect(
         page.locator('section[data-status="ready"]').locator(f'li.card[data-task="{tid}"]')

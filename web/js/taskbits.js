@@ -22,12 +22,12 @@ export function flagsOf(task) {
   return out;
 }
 
-// A run's or a verdict's base in words, as the server's held_for says it: "merged onto main at
-// 0123456789ab", "rebased onto ...", or the commit alone (and why).
+// A run's or a verdict's base in words, as the server's held_for says it: "the commit merged onto
+// main at 0123456789ab", "... rebased onto ...", or the commit alone (and why).
 export function baseWords(base) {
   if (!base) return "the commit alone";
   if (base.mode === "none" || !base.tip) return `the commit alone${base.why ? ` (${base.why})` : ""}`;
-  return `${base.mode === "rebase" ? "rebased" : "merged"} onto ${base.branch} at ${base.tip.slice(0, 12)}`;
+  return `the commit ${base.mode === "rebase" ? "rebased" : "merged"} onto ${base.branch} at ${base.tip.slice(0, 12)}`;
 }
 
 // The same, short enough for a card: "main @ 0123456".
