@@ -1,4 +1,4 @@
-"""The brief and `taskgate task show` say what the board shows about a verdict's base: which base
+"""The brief, `get_task` over MCP and `taskgate task show` say what the board shows about a verdict's base: which base
 it holds for, that it is stale and where the base branch is now, each run's base (a
 re-verification marked), and a conflict's branch, tip and paths. A real `taskgate serve`, real
 git, `taskgate verify` and the CLI as real subprocesses, the agent over MCP."""
@@ -45,6 +45,14 @@ def _brief(gate: Gate, tid: str) -> dict[str, Any]:
     return run(go())
 
 
+def _get_task(gate: Gate, tid: str) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        async with agent(gate.live.mcp_url, gate.agent_key, MODERN) as a:
+            return dict((await a.ok("get_task", task_id=tid))["task"])
+
+    return run(go())
+
+
 def _on_branch(repo: Repo, name: str, start: str, files: dict[str, str]) -> str:
     git(repo.path, "checkout", "--quiet", "-b", name, start)
     sha = repo.commit(files, name)
@@ -62,6 +70,8 @@ def test_a_stale_verdict_is_said_in_the_brief_and_task_show(live: Live, tmp_path
     checks = _brief(gate, tid)["verifier_checks"]
     assert checks["verified_on"] == f"the commit merged onto main at {tip0[:12]}"
     assert "stale" not in checks
+    seen = _get_task(gate, tid)
+    assert (seen["verified_on"], seen["stale"]) == (f"the commit merged onto main at {tip0[:12]}", None)
     assert f"  verified on the commit merged onto main at {tip0[:12]}\n" in _show(live, tid)
 
     tip1 = repo.commit({"README": "hello\n"}, "docs")
@@ -72,6 +82,7 @@ def test_a_stale_verdict_is_said_in_the_brief_and_task_show(live: Live, tmp_path
     task = gate.detail(tid)["task"]
     assert (task["stale"], task["stale_note"]) == (True, stale)
     assert _brief(gate, tid)["verifier_checks"]["stale"] == stale
+    assert _get_task(gate, tid)["stale"] == stale
     shown = _show(live, tid)
     assert f"  verified on the commit merged onto main at {tip0[:12]} ({stale})\n" in shown
 
@@ -80,6 +91,8 @@ def test_a_stale_verdict_is_said_in_the_brief_and_task_show(live: Live, tmp_path
     assert "stale" not in _brief(gate, tid)["verifier_checks"]
     task = gate.detail(tid)["task"]
     assert (task["stale"], task["stale_note"]) == (False, None)
+    seen = _get_task(gate, tid)
+    assert (seen["verified_on"], seen["stale"]) == (f"the commit merged onto main at {tip1[:12]}", None)
     shown = _show(live, tid)
     assert "stale" not in shown.split("criteria")[0]
     run_ids = [r["id"] for r in gate.detail(tid)["runs"]]

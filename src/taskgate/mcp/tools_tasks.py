@@ -241,7 +241,7 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, acting, task_id, limit=limit, cursor=notes_cursor)
     history, next_history = tasks.history_page(ctx, acting, task_id, limit=limit, cursor=history_cursor)
     return views.TaskDetail(
-        task=views.task(task, ctx.project(task.project).verification_on),
+        task=views.task(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
         notes=[
             views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at) for n in notes
         ],

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.merging import BaseTip, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     Attempt,
     CriteriaChange,
@@ -105,6 +106,15 @@ class TaskView(View):
     claim: ClaimView | None
     needs_human: NeedsHuman | None = Field(
         description="While the task is in needs_human: why it waits for a human, and the reason"
+    )
+    verified_on: str | None = Field(
+        default=None,
+        description="While verified: what the verdict holds for, e.g. the commit merged onto main at <tip>",
+    )
+    stale: str | None = Field(
+        default=None,
+        description="While verified on a base tip the base branch has moved on from: where it is now "
+        "(the verifier checks the task again on that tip by itself)",
     )
     created_by: str
     created_at: datetime
@@ -258,7 +268,9 @@ def summary(t: Task) -> TaskSummary:
     )
 
 
-def task(t: Task, verification_on: bool | None = None) -> TaskView:
+def task(t: Task, verification_on: bool | None = None, base_tip: BaseTip | None = None) -> TaskView:
+    """`base_tip`: the project's base branch tip as last reported, when the caller read it."""
+    verified = t.status is Status.VERIFIED and t.verified_base is not None
     claim = (
         ClaimView(
             actor=t.claim.actor,
@@ -299,6 +311,10 @@ def task(t: Task, verification_on: bool | None = None) -> TaskView:
         criteria_changes=t.criteria_changes,
         claim=claim,
         needs_human=t.needs_human,
+        verified_on=held_for(t.verified_base) if verified else None,
+        stale=stale_line(base_tip)
+        if verified and base_tip is not None and stale_on(t.verified_base, base_tip)
+        else None,
         created_by=t.created_by,
         created_at=t.created_at,
         updated_at=t.updated_at,
