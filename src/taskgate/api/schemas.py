@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain import limits
 from taskgate.domain.baseline import DEFAULT_PROTECT, BaselineEvidence, protect_globs
+from taskgate.domain.batches import Batch
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
@@ -317,6 +318,13 @@ class NoteIn(In):
 
 class BatchAccept(In):
     task_ids: list[str]
+    together: bool = Field(
+        default=False,
+        description="Verify the tasks together first: the verifier merges their commits in this order "
+        "onto the base branch's tip and runs the checks once; what passes together is accepted (by "
+        "you), a task that breaks the batch goes back to ready. Needs verification on and merge not "
+        "'none'; answered with the batch, nothing is accepted yet.",
+    )
 
 
 class Refusal(Out):
@@ -330,6 +338,9 @@ class Refusal(Out):
 class BatchResult(Out):
     accepted: list[TaskOut]
     refused: list[Refusal]
+    batch: Batch | None = Field(
+        default=None, description="With together: the batch queued to be verified together"
+    )
     warnings: list[str] = Field(
         default_factory=list,
         description="Said about accepted tasks: a verdict that was stale (the base branch moved since)",
@@ -541,8 +552,18 @@ class ProjectQueue(Out):
     stale: int = Field(default=0, description="Verified tasks to verify again on the moved base")
 
 
+class WaitingBatch(Out):
+    project: str
+    id: str
+
+
 class WaitingWork(Out):
     items: list[str] = Field(description="Ids of tasks waiting for verification, oldest submission first.")
+    batches: list[WaitingBatch] = Field(
+        default_factory=list,
+        description="Batches a human asked to verify together, with a run to start (POST "
+        "/api/verifier/projects/{project}/batches/{id}/runs), oldest first.",
+    )
     projects: list[ProjectQueue] = Field(
         description="What waits in each project asked about (every project the key covers with "
         "verification on, or with submitted work): why there may be nothing to start."
@@ -707,3 +728,20 @@ class AuditOut(Out):
         description="Acceptances by how they were made: board, terminal, script, delegated "
         "(unrecorded: made before the server recorded it)",
     )
+
+
+class BatchFinishIn(In):
+    """One run of a batch: its tasks' commits merged in order onto `tip` (tree `tree`), the
+    checks run once, and each task's criteria mapped to the checks' reports."""
+
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
+    tip: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    tree: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    results: dict[str, dict[str, CriterionResult]] = Field(
+        default_factory=dict, description="Task id -> criterion id -> evidence, for the run's tasks only"
+    )
+    conflict_task: str | None = Field(default=None, description="The task whose commit did not merge")
+    conflict_paths: list[str] = Field(default_factory=list, max_length=10_000)
+    error: str | None = Field(default=None, max_length=20_000)

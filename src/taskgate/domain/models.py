@@ -502,6 +502,9 @@ class VerificationRun(Record):
     conflict: MergeConflict | None = None
     # A run on a verified task whose base moved: it confirms the verdict on the new tip or undoes it
     reverify: bool = False
+    # A run of a batch verified together (domain/batches.py): its id; the run is this task's
+    # share of one step, its evidence this task's criteria on the batch's merge.
+    batch: str | None = None
     version: int = 0
 
 

@@ -80,7 +80,7 @@ def _no_work(response: dict[str, Any]) -> bool:
         body = json.loads(response.get("body") or "")
     except ValueError:
         return False
-    return isinstance(body, dict) and body.get("items") == []
+    return isinstance(body, dict) and body.get("items") == [] and not body.get("batches")
 
 
 def _mcp_handler() -> Handler:

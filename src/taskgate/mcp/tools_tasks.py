@@ -27,7 +27,7 @@ from taskgate.mcp.args import (
 )
 from taskgate.mcp.identity import who
 from taskgate.mcp.registry import tool
-from taskgate.service import brief, review, tasks
+from taskgate.service import batches, brief, review, tasks
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 
 OwnCriteria = Annotated[
@@ -345,6 +345,13 @@ def add_note(
 def accept_tasks(
     project: ProjectName,
     task_ids: Annotated[TaskIds, Field(description="Low-risk tasks of this project to accept (1-50).")],
+    together: Annotated[
+        bool,
+        Field(
+            description="Verify the tasks merged together onto the base branch first (at most 32, all "
+            "verified, in this order), then accept what passes: nothing is accepted by this call."
+        ),
+    ] = False,
     agent_id: AgentId = None,
     on_behalf_of: OnBehalfOf = None,
 ) -> views.AcceptResult:
@@ -354,6 +361,14 @@ def accept_tasks(
     on_behalf_of='human:<name>' (they must have delegated to your key). Never accepts work you
     claimed or submitted yourself (E_SELF_ACCEPT), nor medium or high risk (a human accepts
     those on the board). Each task is accepted or refused on its own; returns both lists.
+
+    With together=true, the tasks are first verified together: the verifier merges their commits
+    in order onto the base branch's tip and runs the checks once. What passes together is then
+    accepted for the human; a task that breaks the batch goes back to ready with a finding. The
+    call returns the queued batch (accepted is empty) or refuses the whole batch: E_WRONG_STATE
+    (a task not verified, verification off, or the project's merge setting is 'none'),
+    E_FORBIDDEN (not low risk), E_CONFLICT (a task already waits in another batch),
+    E_VALIDATION (empty, more than 32, repeated, or another project's task).
     """
     acting = who(agent_id, on_behalf_of)
     # Refuse the whole call up front when the caller may not accept at all (an agent without a
@@ -362,6 +377,19 @@ def accept_tasks(
     for tid in task_ids:
         if parse_task_id(tid)[0] != project:
             raise invalid(f"{tid} is not a task of project {project}")
+    if together:
+        queued = batches.request(runtime.context(), acting, project, list(task_ids))
+        return views.AcceptResult(
+            accepted=[],
+            refused=[],
+            batch=views.BatchQueued(
+                id=queued.id,
+                project=queued.project,
+                task_ids=[e.task_id for e in queued.entries],
+                status=queued.status,
+                tip=queued.requested_tip,
+            ),
+        )
     result = review.accept_batch(runtime.context(), acting, task_ids)
     return views.AcceptResult(
         accepted=[views.summary(t) for t in result.accepted],

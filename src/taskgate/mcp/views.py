@@ -234,6 +234,17 @@ class AcceptResult(View):
         default_factory=list,
         description="Said about accepted tasks: a verdict that was stale (the base branch moved since)",
     )
+    batch: BatchQueued | None = Field(
+        default=None, description="With together=true: the batch queued to be verified together"
+    )
+
+
+class BatchQueued(View):
+    id: str
+    project: str
+    task_ids: list[str] = Field(description="In the order their commits are merged")
+    status: str
+    tip: str | None = Field(default=None, description="The base branch's tip as known when it was asked for")
 
 
 # -- builders ---------------------------------------------------------------------------------

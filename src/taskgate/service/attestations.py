@@ -150,9 +150,11 @@ def for_acceptance(
     on_behalf_of: str | None,
     batch: bool,
     stale: bool = False,
+    together: dict[str, Any] | None = None,
 ) -> Attestation | None:
     """The signed verification summary of an acceptance; None for a task with no submission.
-    `via`, `on_behalf_of`, `batch`: how the acceptance was made (domain/principals.py Via)."""
+    `via`, `on_behalf_of`, `batch`: how the acceptance was made (domain/principals.py Via).
+    `together`: the batch run that verified it with others onto one tip, when one did."""
     submission = task.last_submission()
     if submission is None:
         return None
@@ -183,6 +185,9 @@ def for_acceptance(
     }
     if verified and task.verified_base is not None:
         facts["verifiedOn"] = task.verified_base.model_dump(mode="json", exclude_none=True)
+        facts["stale"] = stale
+    if together is not None:
+        facts["together"] = together
         facts["stale"] = stale
     statement = statements.verification_summary(
         repo=repo,

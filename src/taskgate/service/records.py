@@ -374,3 +374,22 @@ def drain_key(project: str, slot: int) -> tuple[str, str]:
 
 def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:
     return (task_pk(task_id), f"D#{attempt:04d}#{version:08d}")
+
+
+def batch_key(project: str, batch_id: str) -> tuple[str, str]:
+    return (project_pk(project), f"BATCH#{batch_id}")
+
+
+def batch_counter_key(project: str) -> tuple[str, str]:
+    return (project_pk(project), "BATCH-COUNTER")
+
+
+def open_batch_key(project: str, batch_id: str) -> tuple[str, str]:
+    """A batch waiting for or under verification: one partition per project, read by the
+    verifier's work route; deleted when the batch ends."""
+    return (f"BATCHQ#{project}", batch_id)
+
+
+def in_batch_key(task_id: str) -> tuple[str, str]:
+    """A task in an open batch: must not exist when a batch takes the task (one batch at a time)."""
+    return (task_pk(task_id), "IN-BATCH")

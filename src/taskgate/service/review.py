@@ -78,6 +78,7 @@ def _summary(
     *,
     batch: bool,
     stale: bool = False,
+    together: dict[str, Any] | None = None,
 ) -> Attestation | None:
     """The signed verification summary of this acceptance (None without an attestation key)."""
     if ctx.attestor is None:
@@ -95,6 +96,7 @@ def _summary(
         on_behalf_of=who.on_behalf_of,
         batch=batch,
         stale=stale,
+        together=together,
     )
 
 
@@ -102,8 +104,12 @@ def accept(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> T
     return accept_saying(ctx, who, task_id, batch=batch)[0]
 
 
-def accept_saying(ctx: Context, who: Acting, task_id: str, *, batch: bool = False) -> tuple[Task, str | None]:
-    """Accept, and what the acceptance must say: that the verdict was stale (its base moved)."""
+def accept_saying(
+    ctx: Context, who: Acting, task_id: str, *, batch: bool = False, together: dict[str, Any] | None = None
+) -> tuple[Task, str | None]:
+    """Accept, and what the acceptance must say: that the verdict was stale (its base moved).
+    `together`: the batch that verified the task with others onto one tip (service/batches.py);
+    its tip, not the task's own verdict's, is then what a moved base makes stale."""
     project_name, _ = parse_task_id(task_id)
     said: list[str] = []
 
@@ -131,9 +137,18 @@ def accept_saying(ctx: Context, who: Acting, task_id: str, *, batch: bool = Fals
                 raise not_found(f"project {project_name}")
             project = records.load(Project, read[keys[1]])
         known = records.load(Project, read[keys[1]]) if keys[1] in read else None
-        stale = known is not None and staleness.stale(known, task)
+        if together is not None:
+            moved = known is not None and known.base_tip is not None and known.base_tip.tip != together["tip"]
+            stale = task.status is Status.VERIFIED and moved
+        else:
+            stale = known is not None and staleness.stale(known, task)
         if stale and known is not None:
             warning = staleness.accept_warning(known, task)
+            if together is not None and known.base_tip is not None:
+                warning = (
+                    f"{task_id} was {together['said']}, and {known.base_tip.branch} is at "
+                    f"{known.base_tip.tip[:12]} now: its verdict is stale"
+                )
             if known.verifier_config is not None and not known.verifier_config.accept_stale:
                 raise TaskgateError(
                     ErrorCode.WRONG_STATE,
@@ -154,11 +169,12 @@ def accept_saying(ctx: Context, who: Acting, task_id: str, *, batch: bool = Fals
             batch=batch or None,
             via=who.via.value,
             stale=stale or None,
+            together=together,
         )
         # Decided on the spec's risk as read: the commit holds only if the spec is still so.
         guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
         repo = records.load(Project, read[keys[1]]).repo if keys[1] in read else ""
-        signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch, stale=stale)
+        signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch, stale=stale, together=together)
         if signed is not None:
             new = new.model_copy(update={"attestation_head": attestations.payload_digest(signed.envelope)})
         ctx.commit(

@@ -365,11 +365,16 @@ def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[
 
 
 def queues_waiting(
-    ctx: Context, who: Acting, project: str | None, wait_s: float
+    ctx: Context,
+    who: Acting,
+    project: str | None,
+    wait_s: float,
+    more: Callable[[list[Queue]], bool] | None = None,
 ) -> tuple[list[Task], list[Queue], float]:
     """`queues`, but when nothing can be started, wait up to `wait_s` (at most MAX_WAIT_S) for
     something to arrive. Also returns the wait honoured, so a verifier knows it may ask again at
-    once instead of sleeping between polls."""
+    once instead of sleeping between polls. `more`: whether other work (a batch) waits in these
+    queues, which answers at once too."""
     if not 0 <= wait_s <= MAX_WAIT_S:
         raise invalid(f"wait must be between 0 and {MAX_WAIT_S:g} seconds")
     if ctx.wakeups.host_waits:  # the local gateway waits between answers (service/wakeups.py)
@@ -380,7 +385,7 @@ def queues_waiting(
         seen = ctx.wakeups.generation()
         waiting_, found = queues(ctx, who, project)
         left = deadline - time.monotonic()
-        if waiting_ or left <= 0:
+        if waiting_ or left <= 0 or (more is not None and more(found)):
             return waiting_, found, wait_s
         ctx.wakeups.wait(seen, left)
 

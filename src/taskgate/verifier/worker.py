@@ -21,6 +21,7 @@ from typing import Any, Protocol, TextIO
 from taskgate.cli.client import ApiError, Client
 from taskgate.domain.verifier_config import IMAGE_VAR
 from taskgate.verifier import tips
+from taskgate.verifier.batch import BatchRunner
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
@@ -149,6 +150,7 @@ class Worker:
         self._lines: Lines | None = None  # shared with the other jobs, when there are several
         self._slot = 0  # which job this is: each takes the waiting list from another place
         self._refused: set[str] = set()  # tasks whose start was refused for a reason of their own
+        self._batches: list[tuple[str, str]] = []  # (project, batch id) the last work answer offered
 
     def _print(self, line: str, file: TextIO) -> None:
         if self._lines is None:
@@ -215,16 +217,20 @@ class Worker:
         """Everything waiting now, each task at most once (a run that ends as an error leaves its
         task waiting: it is not started again here)."""
         tried: set[str] = set()
+        batches_tried: set[tuple[str, str]] = set()
         first = True
         while True:
             items, idle, _ = self.waiting()
             fresh = [t for t in items if t not in tried]
-            if not fresh:
+            batches = [b for b in self._batches if b not in batches_tried]
+            if not fresh and not batches:
                 if first and self._slot == 0:
                     self.note(f"taskgate verify: {idle}")
                 return 0
             first = False
             tried.update(fresh)
+            batches_tried.update(batches)
+            self._batches = batches
             self._round(fresh)
 
     def poll(self) -> int:
@@ -268,6 +274,9 @@ class Worker:
                     print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", file=sys.stderr)
                     items = []
                 ran = False
+                batches, self._batches = self._batches, []
+                for project, batch_id in batches:
+                    ran = bool(self.verify_batch(project, batch_id)) or ran
                 for task_id in items:
                     if slot is not None and not slot.held():
                         break
@@ -296,12 +305,15 @@ class Worker:
     def _round(self, items: list[str]) -> int:
         """Start what can be started among `items`, from this job's place in the list (jobs
         that start from the same place race for the same task). Returns how many it tried."""
+        batches, self._batches = self._batches, []
+        for project, batch_id in batches:  # a human waits on these: before single submissions
+            self.verify_batch(project, batch_id)
         self._refused &= set(items)
         fresh = [t for t in items if t not in self._refused]
         at = self._slot % len(fresh) if fresh else 0
         for task_id in fresh[at:] + fresh[:at]:
             self.verify(task_id)
-        return len(fresh)
+        return len(fresh) + len(batches)
 
     def _call(self, client: Client, method: str, path: str, body: Any = None, query: Any = None) -> Any:
         try:
@@ -328,6 +340,7 @@ class Worker:
             # A moved base made verified tasks stale: ask again at once, for them too.
             query.pop("wait", None)
             out = self._call(self.local, "GET", "/api/verifier/work", query=query or None)
+        self._batches = [(b["project"], b["id"]) for b in out.get("batches", [])]
         return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project), waited
 
     def _notice_base_moves(self, projects: list[dict[str, Any]]) -> bool:
@@ -410,6 +423,67 @@ class Worker:
         )
         self._report(result)
         return result
+
+    def verify_batch(self, project: str, batch_id: str) -> list[dict[str, Any]]:
+        """Run a batch's steps until the server has decided it (or another verifier has the next
+        step); one line per run. The server says what each run merges; this only runs it."""
+        lines: list[dict[str, Any]] = []
+        path = f"/api/verifier/projects/{_path(project, batch_id)}/runs"
+        while True:
+            try:
+                work = self._call(self.local, "POST", path)
+            except ApiError as exc:
+                code = exc.body.get("code", exc.status)
+                if code not in _RACE_CODES:
+                    self.note(f"batch {batch_id}: not started ({code}: {exc.body.get('message', '')})")
+                return lines
+            tasks = [t["task_id"] for t in work["tasks"]]
+            self.say(f"batch {batch_id}: run {work['step']} merges {', '.join(tasks)} (run {work['run_id']})")
+            runner = BatchRunner(
+                env=self.env,
+                secrets=self.secrets,
+                git_token=self.opts.git_token,
+                progress=lambda line: self.say(f"  batch {batch_id} {line}"),
+                sandbox=self.opts.sandbox,
+            )
+            gathered = runner.run_batch(work)
+            try:
+                batch = self._call(
+                    self.local, "POST", f"{path}/{_path(work['run_id'])}/finish", gathered.body()
+                )
+            except ApiError as exc:
+                self.note(
+                    f"batch {batch_id}: the server refused the evidence "
+                    f"({exc.body.get('code', exc.status)}: {exc.body.get('message', '')})"
+                )
+                return lines
+            step = batch["steps"][work["step"] - 1]
+            line = {
+                "batch_id": batch_id,
+                "project": project,
+                "run_id": work["run_id"],
+                "step": work["step"],
+                "tasks": tasks,
+                "verdict": step["verdict"],
+                "tip": step.get("tip"),
+                "error": gathered.error,
+                "batch_status": batch["status"],
+                "accepted": batch["accepted"],
+                "culprits": [c["task_id"] for c in batch["culprits"]],
+                "skipped": batch["skipped"],
+            }
+            lines.append(line)
+            if self.opts.json:
+                self._print(json.dumps(line, sort_keys=True), self.out)
+            else:
+                self.say(f"batch {batch_id}: run {work['step']} {step['verdict']} -> batch {batch['status']}")
+                if batch["status"] in ("done", "stopped"):
+                    self.say(
+                        f"batch {batch_id}: accepted {', '.join(batch['accepted']) or 'none'}; "
+                        f"back to ready: {', '.join(line['culprits']) or 'none'}"
+                    )
+            if batch["status"] in ("done", "stopped"):
+                return lines
 
     def _about_image(self, task_id: str, image: str | None) -> None:
         """A config's image is for the cloud's containers; a verifier outside one (no

@@ -25,9 +25,10 @@ from taskgate.api.schemas import (
     TaskPatch,
     TaskWritten,
 )
+from taskgate.domain.batches import Batch
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import Note, Status
-from taskgate.service import attestations, review, tasks
+from taskgate.service import attestations, batches, review, tasks
 
 H = Access.HUMAN
 TAGS = ("tasks",)
@@ -146,11 +147,15 @@ def accept_task(task_id: str) -> TaskOut:
     "POST",
     "/api/projects/<project>/accept",
     H,
-    summary="Accept low-risk tasks in a batch; medium and high risk are refused (accept them one by one)",
+    summary="Accept low-risk tasks in a batch; medium and high risk are refused (accept them one by "
+    "one). With together: verify them merged together first, then accept what passes",
     tags=TAGS,
     body=True,
 )
 def accept_batch(project: str, body: BatchAccept) -> BatchResult:
+    if body.together:
+        queued = batches.request(runtime.context(), caller(), project, body.task_ids)
+        return BatchResult(accepted=[], refused=[], batch=queued)
     out = review.accept_batch(runtime.context(), caller(), body.task_ids, project=project)
     refused = [{**r, "hint": HINTS[ErrorCode(r["code"])]} for r in out.refused]
     return BatchResult.model_validate(
@@ -195,3 +200,14 @@ def resolve_task(task_id: str, body: ResolveIn) -> TaskOut:
             note=body.note,
         )
     )
+
+
+@route(
+    "GET",
+    "/api/projects/<project>/batches/<batch_id>",
+    H,
+    summary="A batch verified together: its tasks, runs, culprits and what was accepted",
+    tags=TAGS,
+)
+def get_batch(project: str, batch_id: str) -> Batch:
+    return batches.get(runtime.context(), caller(), project, batch_id)

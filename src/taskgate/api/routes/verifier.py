@@ -3,7 +3,7 @@ runs; a reviewer key records its judgement of review criteria. The server decide
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
@@ -12,6 +12,7 @@ from taskgate.api.access import Access, caller, route
 from taskgate.api.schemas import (
     BaseMoved,
     BaseMovedIn,
+    BatchFinishIn,
     FinishIn,
     ReviewIn,
     RunFinished,
@@ -19,8 +20,9 @@ from taskgate.api.schemas import (
     StartRun,
     WaitingWork,
 )
+from taskgate.domain.batches import Batch
 from taskgate.domain.models import VerificationRun
-from taskgate.service import staleness, verification
+from taskgate.service import batches, staleness, verification
 from taskgate.telemetry import Metric
 
 TAGS = ("verifier",)
@@ -45,10 +47,20 @@ def waiting_work(
         ),
     ] = None,
 ) -> WaitingWork:
-    waiting, queues, waited = verification.queues_waiting(runtime.context(), caller(), project, wait or 0.0)
-    return WaitingWork.model_validate(
-        {"items": [t.id for t in waiting], "projects": [vars(q) for q in queues], "wait_s": waited}
+    ctx = runtime.context()
+
+    def together(queues: list[verification.Queue]) -> list[dict[str, str]]:
+        return [
+            {"project": q.project, "id": b}
+            for q in queues
+            for b in batches.open_batches(ctx, ctx.project(q.project))
+        ]
+
+    waiting, queues, waited = verification.queues_waiting(
+        ctx, caller(), project, wait or 0.0, more=lambda qs: bool(together(qs))
     )
+    body = {"items": [t.id for t in waiting], "batches": together(queues), "wait_s": waited}
+    return WaitingWork.model_validate(body | {"projects": [vars(q) for q in queues]})
 
 
 @route(
@@ -118,3 +130,41 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
 def base_moved(project: str, body: BaseMovedIn) -> BaseMoved:
     moved = staleness.base_moved(runtime.context(), caller(), project, ref=body.ref, tip=body.after)
     return BaseMoved.model_validate(vars(moved))
+
+
+BATCH = "/api/verifier/projects/<project>/batches/<batch_id>/runs"
+
+
+@route(
+    "POST",
+    BATCH,
+    Access.LOCAL_VERIFIER,
+    summary="Start the next run of a batch verified together: its tasks' commits, in order, to merge "
+    "onto one tip (one live run per batch)",
+    status=201,
+    tags=TAGS,
+)
+def start_batch_run(project: str, batch_id: str) -> dict[str, Any]:
+    return batches.start_step(runtime.context(), caller(), project, batch_id).work
+
+
+@route(
+    "POST",
+    f"{BATCH}/<run_id>/finish",
+    Access.LOCAL_VERIFIER,
+    summary="Send a batch run's checks and each task's evidence; the server decides the run, bisects "
+    "a failing batch, and at the end accepts what passed together and sends culprits back",
+    tags=TAGS,
+    body=True,
+)
+def finish_batch_run(project: str, batch_id: str, run_id: str, body: BatchFinishIn) -> Batch:
+    report = batches.StepReport(
+        tip=body.tip,
+        tree=body.tree,
+        checks=body.checks,
+        results=body.results,
+        conflict_task=body.conflict_task,
+        conflict_paths=tuple(body.conflict_paths),
+        error=body.error,
+    )
+    return batches.finish_step(runtime.context(), caller(), project, batch_id, run_id, report)
