@@ -736,6 +736,7 @@ class BatchFinishIn(In):
 
     controls_allowed = True  # what the checks printed, stored made plain (domain.text)
 
+    branch: str | None = Field(default=None, min_length=1, max_length=200)
     tip: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
     tree: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
     checks: dict[str, CheckResult] = Field(default_factory=dict)

@@ -49,9 +49,11 @@ def _load(ctx: Context, project: str, batch_id: str) -> Batch:
     return records.load(Batch, item)
 
 
-def _item(b: Batch) -> Item:
+def _put(b: Batch, expected: int | None) -> Put:
+    """The batch written over the stored version `expected` (None: a new batch)."""
     pk, sk = records.batch_key(b.project, b.id)
-    return Item(pk, sk, b.model_dump(mode="json", exclude={"version"}), b.version + 1)
+    body = b.model_dump(mode="json", exclude={"version"})
+    return Put(Item(pk, sk, body, 1 if expected is None else expected + 1), expected)
 
 
 def _spec_of(ctx: Context, task: Task) -> Any:
@@ -146,7 +148,7 @@ def request(ctx: Context, who: Acting, project_name: str, task_ids: list[str]) -
                 ),
                 counter.version if counter else None,
             ),
-            Put(_item(batch)),
+            _put(batch, None),
             Put(Item(*records.open_batch_key(project_name, batch.id), {"batch": batch.id})),
             *[Put(Item(*records.in_batch_key(e.task_id), {"batch": batch.id})) for e in entries],
             *guards,
@@ -267,13 +269,14 @@ def start_step(ctx: Context, who: Acting, project_name: str, batch_id: str) -> S
         )
     step = Step(
         n=len(b.steps) + 1,
-        run_id=f"{iso(now)}-{secrets.token_hex(4)}",
+        # Ordered within a second too: a task's runs are listed by id.
+        run_id=f"{iso(now)}-{b.id}-{len(b.steps) + 1:03d}-{secrets.token_hex(4)}",
         tasks=tasks,
         credential_id=who.credential_id,
         started_at=now,
     )
     new = b.model_copy(update={"status": "running", "steps": [*b.steps, step]})
-    ctx.commit([Put(_item(new), version)])
+    ctx.commit([_put(new, version)])
     new = new.model_copy(update={"version": version + 1})
     cfg = project.verifier_config
     work = {
@@ -300,6 +303,7 @@ class StepReport:
     tree: str | None
     checks: dict[str, CheckResult]
     results: dict[str, dict[str, CriterionResult]]
+    branch: str | None = None  # the base branch the tip is of, as the verifier found it
     conflict_task: str | None = None
     conflict_paths: tuple[str, ...] = ()
     error: str | None = None
@@ -339,6 +343,8 @@ def finish_step(
             raise invalid("a step that ran sends the tip it merged onto")
         if b.tip is not None and report.tip != b.tip:
             raise invalid(f"every step of batch {batch_id} merges onto {b.tip}, not {report.tip}")
+        if b.branch is not None and report.branch not in (None, b.branch):
+            raise invalid(f"batch {batch_id} merges onto {b.branch}, not {report.branch}")
     if report.conflict_task is not None and (report.checks or report.results or report.error):
         raise invalid("a step that found a merge conflict ran no check: send no checks, results or error")
     now = ctx.clock.now()
@@ -369,7 +375,7 @@ def finish_step(
     steps = [*b.steps[:-1], done]
     new = rules.after_step(b.model_copy(update={"steps": steps}), done)
     if verdict != "error" and new.tip is None:
-        new = new.model_copy(update={"tip": report.tip})
+        new = new.model_copy(update={"tip": report.tip, "branch": b.branch or report.branch})
     if verdict == "passed" and len(step.tasks) == len(b.remaining):
         new = new.model_copy(update={"tree": report.tree})
     status = "queued"
@@ -377,7 +383,7 @@ def finish_step(
         status = "done" if new.errors_in_row < rules.ERRORS_TO_STOP else "stopped"
     new = new.model_copy(update={"status": status})
     runs = [_run(b, done, tid, checks, report, reasons) for tid in step.tasks]
-    ops: list[StoreOp] = [Put(_item(new), b.version), *[Put(records.run_item(r)) for r in runs]]
+    ops: list[StoreOp] = [_put(new, b.version), *[Put(records.run_item(r)) for r in runs]]
     ctx.commit(ops)
     new = new.model_copy(update={"version": b.version + 1})
     if status in ("done", "stopped"):
@@ -412,7 +418,7 @@ def _run(
     )
     kept = {cid: r.model_dump(mode="json") for cid, r in report.results.get(task_id, {}).items()}
     return VerificationRun(
-        id=f"{step.run_id}-{b.id}",
+        id=step.run_id,
         task_id=task_id,
         project=b.project,
         attempt=entry.attempt,
@@ -457,7 +463,7 @@ def _end(ctx: Context, who: Acting, b: Batch, version: int) -> Batch:
     if b.status not in ("done", "stopped"):
         b = b.model_copy(update={"status": "done" if b.errors_in_row < rules.ERRORS_TO_STOP else "stopped"})
     ops: list[StoreOp] = [
-        Put(_item(b), version),
+        _put(b, version),
         Delete(*records.open_batch_key(b.project, b.id), 1),
         *[Delete(*records.in_batch_key(e.task_id), 1) for e in b.entries],
     ]
@@ -495,7 +501,7 @@ def _end(ctx: Context, who: Acting, b: Batch, version: int) -> Batch:
         for tid in b.remaining:
             skipped.setdefault(tid, "left verified: the batch stopped after runs that ended as errors")
     final = b.model_copy(update={"accepted": accepted, "skipped": skipped})
-    ctx.commit([Put(_item(final), version)])
+    ctx.commit([_put(final, version)])
     return final.model_copy(update={"version": version + 1})
 
 

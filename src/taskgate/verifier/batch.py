@@ -30,6 +30,7 @@ _IDENTITY = ("user.name=taskgate verifier", "user.email=verifier@taskgate.invali
 class BatchGathered:
     """What one batch run found: sent to the server, which decides."""
 
+    branch: str | None = None
     tip: str | None = None
     tree: str | None = None
     checks: dict[str, CheckResult] = field(default_factory=dict)
@@ -40,6 +41,7 @@ class BatchGathered:
 
     def body(self) -> dict[str, Any]:
         return {
+            "branch": self.branch,
             "tip": self.tip,
             "tree": self.tree,
             "checks": {n: c.model_dump(mode="json") for n, c in self.checks.items()},
@@ -75,7 +77,7 @@ class BatchRunner(Runner):
                     f"{t['task_id']}'s command criteria were not approved by a human with its spec"
                 )
         with self._checked_out(work, tasks) as co:
-            tip = self._onto_tip(co, work)
+            out.branch, tip = self._onto_tip(co, work)
             out.tip = tip
             for t in tasks:
                 paths = self._merge_one(co, t["commit_sha"])
@@ -114,7 +116,7 @@ class BatchRunner(Runner):
         except CheckoutError as exc:
             raise RunError(f"checkout failed: {exc}") from exc
 
-    def _onto_tip(self, co: Checkout, work: dict[str, Any]) -> str:
+    def _onto_tip(self, co: Checkout, work: dict[str, Any]) -> tuple[str | None, str]:
         """Check out the tip every step of the batch merges onto (the server's, after the first
         step; else the base branch's tip now), with every task's commit fetched beside it."""
         try:
@@ -128,7 +130,7 @@ class BatchRunner(Runner):
             depth = ("--unshallow",) if shallow else ()
             co.git("fetch", "--quiet", "--no-tags", *depth, *options, "origin", *wanted, cwd=co.path)
             co.git("checkout", "--quiet", "--detach", tip, cwd=co.path)
-            return co.git("rev-parse", "HEAD", cwd=co.path)
+            return base.branch, co.git("rev-parse", "HEAD", cwd=co.path)
         except CheckoutError as exc:
             raise RunError(f"batch checkout failed: {exc}") from exc
 

@@ -428,7 +428,7 @@ class Worker:
         """Run a batch's steps until the server has decided it (or another verifier has the next
         step); one line per run. The server says what each run merges; this only runs it."""
         lines: list[dict[str, Any]] = []
-        path = f"/api/verifier/projects/{_path(project, batch_id)}/runs"
+        path = f"/api/verifier/projects/{_path(project)}/batches/{_path(batch_id)}/runs"
         while True:
             try:
                 work = self._call(self.local, "POST", path)

@@ -161,6 +161,7 @@ def finish_batch_run(project: str, batch_id: str, run_id: str, body: BatchFinish
     report = batches.StepReport(
         tip=body.tip,
         tree=body.tree,
+        branch=body.branch,
         checks=body.checks,
         results=body.results,
         conflict_task=body.conflict_task,
