@@ -17,8 +17,10 @@ import pytest
 
 from taskgate.api.access import ROUTES, Access, RouteSpec
 from taskgate.domain.models import CredentialKind
-from taskgate.service import keys, verification
+from taskgate.domain.outcome import Evidence
+from taskgate.service import batches, keys, verification
 from tests.api.support import CALLERS, NO_BODY, Env
+from tests.support.evidence import BASE0, run_verifier
 from tests.support.world import dump
 
 
@@ -345,6 +347,36 @@ def _finish(env: Env, caller: str) -> Req:
 @row("POST", "/api/verifier/projects/{project}/base", 200)
 def _base_moved(env: Env, caller: str) -> Req:
     return Req(f"/api/verifier/projects/{VERIFIED}/base", {"ref": "refs/heads/main", "after": "c" * 40})
+
+
+def _batch(env: Env) -> str:
+    """A batch of one verified task of VERIFIED, queued to be verified together."""
+    # A ref of its own: a ref another open task holds would make the run's evidence ambiguous.
+    tid = env.submitted(VERIFIED, criteria=env.test_criterion(f"tests.test_{uuid.uuid4().hex[:8]}"))
+    run_verifier(env.ctx, env.actings["verifier"], tid, Evidence.PASS, base=BASE0)
+    return batches.request(env.ctx, env.world.human, VERIFIED, [tid]).id
+
+
+@row("GET", "/api/projects/{project}/batches/{batch_id}", 200)
+def _get_batch(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{VERIFIED}/batches/{_batch(env)}")
+
+
+@row("POST", "/api/verifier/projects/{project}/batches/{batch_id}/runs", 201)
+def _start_batch_run(env: Env, caller: str) -> Req:
+    return Req(f"/api/verifier/projects/{VERIFIED}/batches/{_batch(env)}/runs")
+
+
+@row("POST", "/api/verifier/projects/{project}/batches/{batch_id}/runs/{run_id}/finish", 200)
+def _finish_batch_run(env: Env, caller: str) -> Req:
+    batch_id = _batch(env)
+    step = batches.start_step(env.ctx, env.actings["verifier"], VERIFIED, batch_id)
+    [task] = step.work["tasks"]
+    results = {task["task_id"]: {c["id"]: {"result": "pass", "detail": "1 passed"} for c in task["criteria"]}}
+    return Req(
+        f"/api/verifier/projects/{VERIFIED}/batches/{batch_id}/runs/{step.work['run_id']}/finish",
+        {"branch": "main", "tip": "c" * 40, "checks": {"unit": {"exit_code": 0}}, "results": results},
+    )
 
 
 MAIN = "main"  # verification off
