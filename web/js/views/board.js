@@ -41,6 +41,9 @@ export function mountBoard(root, app) {
   const agentSel = h("select", { id: "filter-agent" }, h("option", { value: "" }, "any agent"));
   const textIn = h("input", { id: "filter-text", type: "search", placeholder: "id, title or description" });
   const batchBtn = h("button", { type: "button", class: "primary", disabled: true }, "Accept selected (0)");
+  // Verified work merged together onto the base tip, then accepted: offered beside the batch
+  // accept while verification is on (the server refuses it, with its reason, under merge: none).
+  const togetherBtn = h("button", { type: "button", class: "secondary", disabled: true, hidden: true }, "Verify together, then accept (0)");
   const clearBtn = h("button", { type: "button", class: "secondary", disabled: true }, "Clear selection");
   const columnsEl = h("div", { class: "columns" });
   const drawerEl = h("aside", { class: "drawer", id: "drawer", hidden: true, "aria-labelledby": "drawer-title", tabindex: "-1" });
@@ -62,7 +65,7 @@ export function mountBoard(root, app) {
     h("div", { class: "field" }, h("label", { for: riskSel.id }, "Risk"), riskSel),
     h("div", { class: "field" }, h("label", { for: agentSel.id }, "Agent"), agentSel),
     h("div", { class: "field grow" }, h("label", { for: textIn.id }, "Text"), textIn),
-    h("div", { class: "batch", role: "group", "aria-label": "Batch accept (low risk)" }, batchBtn, clearBtn),
+    h("div", { class: "batch", role: "group", "aria-label": "Batch accept (low risk)" }, batchBtn, togetherBtn, clearBtn),
   );
   replace(root, h("h1", { class: "sr-only" }, `Board of ${project()}`), toolbar, countEl, h("div", { class: "board-body" }, columnsEl, drawerEl));
 
@@ -150,6 +153,10 @@ export function mountBoard(root, app) {
     batchBtn.textContent = `Accept selected (${selected.size})`;
     batchBtn.disabled = selected.size === 0;
     clearBtn.disabled = selected.size === 0;
+    const verified = [...selected].every((id) => tasks.find((x) => x.id === id)?.status === "verified");
+    togetherBtn.hidden = !app.projectRecord.verification_on;
+    togetherBtn.textContent = `Verify together, then accept (${selected.size})`;
+    togetherBtn.disabled = selected.size === 0 || !verified;
   }
 
   function render() {
@@ -246,6 +253,27 @@ export function mountBoard(root, app) {
     if (out.refused.length) {
       app.showBatchRefusals(out.refused);
     }
+    await refresh();
+  });
+  togetherBtn.addEventListener("click", async () => {
+    const ids = [...selected];
+    const out = await actionDialog({
+      title: `Verify ${ids.length} task${ids.length === 1 ? "" : "s"} together, then accept?`,
+      body: [
+        h(
+          "p",
+          {},
+          "The verifier merges their commits, in this order, onto the base branch's tip and runs the checks once. " +
+            "What passes together is accepted by you; a task that breaks the batch goes back to ready with a finding, using no attempt.",
+        ),
+        h("ol", {}, ids.map((i) => h("li", {}, i))),
+      ],
+      confirm: "Verify together",
+      run: () => post(`/api/projects/${enc(project())}/accept`, { task_ids: ids, together: true }),
+    });
+    if (!out) return;
+    selected.clear();
+    notify(`Batch ${out.batch.id} queued: ${ids.join(", ")} stay verified until the verifier has run them together.`);
     await refresh();
   });
   clearBtn.addEventListener("click", () => {
