@@ -14,13 +14,15 @@ from taskgate.cloud import dispatcher
 from taskgate.cloud.dispatcher import handler
 from taskgate.cloud.drain_lease import StoreLease
 from taskgate.domain.clock import ManualClock
-from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
+from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, Status, VerifierKind
+from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import Acting, acting, human
-from taskgate.service import claims, dispatch, keys, projects, records, tasks
+from taskgate.service import batches, claims, dispatch, keys, projects, records, tasks
 from taskgate.service.context import Context
 from taskgate.service.dispatch import Lease, Outcome, Slot, SlotState
 from taskgate.store.dynamodb import DynamoDBStore
 from tests.functions.stack import Stack, stack
+from tests.support import evidence
 from tests.support.dynamo import MOTO_LOCK, SerializedClient
 from tests.support.world import SHA
 
@@ -241,3 +243,30 @@ def test_a_task_gives_its_slot_back_and_takes_it_again_if_nobody_did(cloud: Stac
     mine.release()
     # Given back, the slot is free: the next submission's dispatch starts a task at once.
     assert _ensure(cloud.ctx, cloud, "b").outcome is Outcome.STARTED
+
+
+def test_the_sweep_starts_a_verifier_for_a_batch_waiting_to_be_verified_together(cloud: Stack) -> None:
+    """A batch moves no task (the stream announces nothing): the scheduled sweep starts the
+    verifier that runs it."""
+    _project(cloud)
+    projects.set_verifier_config(cloud.ctx, HUMAN, "shop", evidence.CONFIG)
+    agent = _agent(cloud)
+    ci = acting(
+        keys.authenticate(
+            cloud.ctx,
+            keys.create(
+                cloud.ctx, HUMAN, kind=CredentialKind.VERIFIER, name="ci2", verifier_kind=VerifierKind.LOCAL
+            ).secret,
+        )
+    )
+    criteria = [CriterionInput(text="works", kind=CriterionKind.TEST, verify_ref="tests.test_cart")]
+    task = tasks.create(cloud.ctx, HUMAN, "shop", title="Cart", criteria=criteria).task
+    token = claims.claim(cloud.ctx, agent, "shop", task_id=task.id).token
+    claims.submit(cloud.ctx, agent, task.id, token, commit_sha=SHA, evidence="did it")
+    evidence.run_verifier(cloud.ctx, ci, task.id, Evidence.PASS, base=evidence.BASE0)
+    assert cloud.ctx.task(task.id).status is Status.VERIFIED
+    event = {"sweep": True, "execution_id": "b-1", "scheduled_time": "2026-01-01T00:05:00Z"}
+    assert cloud.invoke(handler, event) == {"started": {}, "lapsed": []}  # nothing waits yet
+    batches.request(cloud.ctx, HUMAN, "shop", [task.id])
+    report = cloud.invoke(handler, {**event, "execution_id": "b-2"})
+    assert list(report["started"]) == ["shop"] and _running(cloud) == 1

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict
 from taskgate import telemetry
 from taskgate.domain.clock import iso
 from taskgate.domain.models import Status
-from taskgate.service import images, records
+from taskgate.service import batches, images, records
 from taskgate.service.context import Context
 from taskgate.store.port import ConflictError, Item, Put, lapsed
 from taskgate.store.schema import IndexName
@@ -290,7 +290,9 @@ def queued(ctx: Context, project: str, up_to: int) -> int:
 
 
 def waiting(ctx: Context, project: str) -> bool:
-    return queued(ctx, project, 1) > 0
+    """A submission waits, or a batch a human asked to verify together (which no stream record
+    announces: the scheduled sweep starts a verifier for it)."""
+    return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, ctx.project(project)))
 
 
 @dataclass
