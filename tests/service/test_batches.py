@@ -10,11 +10,13 @@ import pytest
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Status
 from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
-from taskgate.service import batches, keys, records
+from taskgate.domain.principals import acting
+from taskgate.service import batches, keys, records, review
 from taskgate.service.batches import StepReport
 from tests.service.scenarios import new_scene, reach
 from tests.support.evidence import CHECK
 from tests.support.world import World
+from tests.support.world import dump as snapshot
 
 TIP = "d" * 40
 TREE = "e" * 40
@@ -180,3 +182,31 @@ def test_an_agent_without_a_delegation_is_refused(world: World) -> None:
     with pytest.raises(TaskgateError) as err:
         batches.request(world.ctx, plain, "demo", ids)
     assert err.value.code is ErrorCode.FORBIDDEN
+
+
+def test_an_executor_with_a_delegation_cannot_batch_its_own_work(world: World) -> None:
+    scene = new_scene(world, verification_on=True)
+    scene.agent = world.agent("both", delegations=["human:alice"])
+    reach(scene, Status.VERIFIED)
+    # the key that submitted it, acting for the human who delegated to it: refused, nothing written
+    submitter = acting(scene.agent.principal, on_behalf_of="human:alice")
+    before = snapshot(world.ctx.store)
+    with pytest.raises(TaskgateError) as err:
+        batches.request(world.ctx, submitter, "demo", [scene.task_id])
+    assert err.value.code is ErrorCode.SELF_ACCEPT and snapshot(world.ctx.store) == before
+    # another delegated key may ask for it
+    other = world.agent("lead", delegations=["human:alice"], on_behalf_of="human:alice")
+    assert [e.task_id for e in batches.request(world.ctx, other, "demo", [scene.task_id]).entries] == [
+        scene.task_id
+    ]
+
+
+def test_a_task_reopened_while_the_batch_waits_is_left_out(world: World) -> None:
+    ids, scene = verified(world, 3)
+    batch = batches.request(world.ctx, world.human, "demo", ids)
+    review.reopen(world.ctx, world.human, ids[1], findings=["not like this"])
+    assert drive(world, scene.verifier, batch.id, breaks=set()) == [[ids[0], ids[2]]]  # type: ignore[attr-defined]
+    final = batches.get(world.ctx, world.human, "demo", batch.id)
+    assert final.accepted == [ids[0], ids[2]]
+    assert final.skipped == {ids[1]: f"{ids[1]} moved on (ready) while the batch waited"}
+    assert world.reload(ids[1]).status is Status.READY
