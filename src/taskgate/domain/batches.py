@@ -25,8 +25,8 @@ from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
 MAX_TOGETHER = 32
 # A batch whose runs end as errors this many times in a row stops: its tasks stay verified.
 ERRORS_TO_STOP = 3
-# A failing check's or criterion's reasons named in a culprit's finding; the rest are counted.
-REASONS_SHOWN = 5
+# A failing check's or criterion's reasons kept per task, and named in a culprit's finding.
+REASONS_SHOWN = 3
 
 _SHA = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 BatchStatus = Literal["queued", "running", "done", "stopped"]
@@ -209,10 +209,10 @@ def decide_step(
                 why.append(f"{c.id}: no evidence")
             elif r.result is not Evidence.PASS:
                 why.append(
-                    f"{c.id} {r.result.value}: {r.detail[:200]}" if r.detail else f"{c.id} {r.result.value}"
+                    f"{c.id} {r.result.value}: {r.detail[:160]}" if r.detail else f"{c.id} {r.result.value}"
                 )
         if why:
-            out[task_id] = why
+            out[task_id] = why[:REASONS_SHOWN]  # kept on the batch: bounded
     return out
 
 

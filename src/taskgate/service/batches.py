@@ -67,7 +67,12 @@ def _risk(ctx: Context, task: Task) -> Risk:
 
 def request(ctx: Context, who: Acting, project_name: str, task_ids: list[str]) -> Batch:
     """Record a batch of verified low-risk tasks to verify together, in this order, and queue it.
-    All or nothing: any task that may not go in refuses the whole batch, and nothing is written."""
+    All or nothing: any task that may not go in refuses the whole batch, and nothing is written.
+    Two humans asking at once: each is decided again on what is there after the other's."""
+    return ctx.retrying(lambda: _request(ctx, who, project_name, task_ids))
+
+
+def _request(ctx: Context, who: Acting, project_name: str, task_ids: list[str]) -> Batch:
     authorize(Op.ACCEPT, who, project=project_name, risk=Risk.LOW)
     if not task_ids:
         raise invalid("task_ids must name at least one task to verify together")
