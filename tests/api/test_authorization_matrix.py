@@ -350,43 +350,46 @@ def _base_moved(env: Env, caller: str) -> Req:
 
 
 def _batch(env: Env) -> str:
-    """A batch of one verified task of VERIFIED, queued to be verified together."""
+    """A batch of one verified task, queued to be verified together (in a project of its own:
+    other cells change VERIFIED's verifier config, and with it what a run's evidence must name)."""
     # A ref of its own: a ref another open task holds would make the run's evidence ambiguous.
-    tid = env.submitted(VERIFIED, criteria=env.test_criterion(f"tests.test_{uuid.uuid4().hex[:8]}"))
+    tid = env.submitted(TOGETHER, criteria=env.test_criterion(f"tests.test_{uuid.uuid4().hex[:8]}"))
     run_verifier(env.ctx, env.actings["verifier"], tid, Evidence.PASS, base=BASE0)
-    return batches.request(env.ctx, env.world.human, VERIFIED, [tid]).id
+    return batches.request(env.ctx, env.world.human, TOGETHER, [tid]).id
 
 
 @row("GET", "/api/projects/{project}/batches/{batch_id}", 200)
 def _get_batch(env: Env, caller: str) -> Req:
-    return Req(f"/api/projects/{VERIFIED}/batches/{_batch(env)}")
+    return Req(f"/api/projects/{TOGETHER}/batches/{_batch(env)}")
 
 
 @row("POST", "/api/verifier/projects/{project}/batches/{batch_id}/runs", 201)
 def _start_batch_run(env: Env, caller: str) -> Req:
-    return Req(f"/api/verifier/projects/{VERIFIED}/batches/{_batch(env)}/runs")
+    return Req(f"/api/verifier/projects/{TOGETHER}/batches/{_batch(env)}/runs")
 
 
 @row("POST", "/api/verifier/projects/{project}/batches/{batch_id}/runs/{run_id}/finish", 200)
 def _finish_batch_run(env: Env, caller: str) -> Req:
     batch_id = _batch(env)
-    step = batches.start_step(env.ctx, env.actings["verifier"], VERIFIED, batch_id)
+    step = batches.start_step(env.ctx, env.actings["verifier"], TOGETHER, batch_id)
     [task] = step.work["tasks"]
     results = {task["task_id"]: {c["id"]: {"result": "pass", "detail": "1 passed"} for c in task["criteria"]}}
     return Req(
-        f"/api/verifier/projects/{VERIFIED}/batches/{batch_id}/runs/{step.work['run_id']}/finish",
+        f"/api/verifier/projects/{TOGETHER}/batches/{batch_id}/runs/{step.work['run_id']}/finish",
         {"branch": "main", "tip": "c" * 40, "checks": {"unit": {"exit_code": 0}}, "results": results},
     )
 
 
 MAIN = "main"  # verification off
 VERIFIED = "checked"  # verification on, with a live local key and a config
+TOGETHER = "together"  # the same, for batches verified together
 
 
 @pytest.fixture(scope="module")
 def matrix_env(shared_env: Env) -> Env:
     shared_env.project(MAIN)
     shared_env.project(VERIFIED, verification=True)
+    shared_env.project(TOGETHER, verification=True)
     return shared_env
 
 
