@@ -117,6 +117,19 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
             "/api/verifier/projects/demo/base",
             {"ref": "refs/heads/main", "after": "c" * 40, "repository": {"full_name": "o/r"}},
         ),
+        (
+            "verifier",
+            "POST",
+            "/api/verifier/projects/demo/batches/B1/runs/run-1/finish",
+            {
+                "branch": "main",
+                "tip": "c" * 40,
+                "checks": {"unit": {"exit_code": 0, "output_tail": "ok"}},
+                "results": {"demo-1": {"AC-1.1": {"result": "pass", "detail": "1 passed"}}},
+                "conflict_paths": ["a.py"],
+                "error": "none",
+            },
+        ),
     ]
 
 
