@@ -151,6 +151,7 @@ class Worker:
         self._slot = 0  # which job this is: each takes the waiting list from another place
         self._refused: set[str] = set()  # tasks whose start was refused for a reason of their own
         self._batches: list[tuple[str, str]] = []  # (project, batch id) the last work answer offered
+        self._batches_refused: set[tuple[str, str]] = set()  # refused for a reason of their own
 
     def _print(self, line: str, file: TextIO) -> None:
         if self._lines is None:
@@ -244,12 +245,15 @@ class Worker:
                 if not items and idle != said and self._slot == 0:  # said once, not every round
                     self.note(f"taskgate verify: {idle}")
                 said = "" if items else idle
+                # Batches offered that this verifier was refused: the server answers at once
+                # while they wait, so they count as something offered, like refused tasks.
+                offered = bool(self._batches)
                 tried = self._round(items)
             except Unreachable as exc:  # a service outlives server restarts: try again next round
                 self._print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", sys.stderr)
                 time.sleep(self.opts.interval_s)
                 continue
-            if tried or (not items and waited > 0):
+            if tried or (not items and not offered and waited > 0):
                 continue
             time.sleep(self.opts.interval_s)
 
@@ -305,7 +309,9 @@ class Worker:
     def _round(self, items: list[str]) -> int:
         """Start what can be started among `items`, from this job's place in the list (jobs
         that start from the same place race for the same task). Returns how many it tried."""
-        batches, self._batches = self._batches, []
+        offered, self._batches = self._batches, []
+        self._batches_refused &= set(offered)
+        batches = [b for b in offered if b not in self._batches_refused]
         for project, batch_id in batches:  # a human waits on these: before single submissions
             self.verify_batch(project, batch_id)
         self._refused &= set(items)
@@ -436,6 +442,7 @@ class Worker:
                 code = exc.body.get("code", exc.status)
                 if code not in _RACE_CODES:
                     self.note(f"batch {batch_id}: not started ({code}: {exc.body.get('message', '')})")
+                    self._batches_refused.add((project, batch_id))  # not asked again while offered
                 return lines
             tasks = [t["task_id"] for t in work["tasks"]]
             self.say(f"batch {batch_id}: run {work['step']} merges {', '.join(tasks)} (run {work['run_id']})")
