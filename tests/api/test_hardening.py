@@ -98,6 +98,7 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
             "/api/projects/demo/verifier-config",
             {"checks": {"unit": {"command": "pytest -x", "report": {"path": "r.xml"}}}},
         ),
+        ("admin", "PUT", "/api/projects/demo/verifier-config/protect", {"protect": ["conftest.py"]}),
         ("verifier", "POST", "/api/verifier/runs", {"task_id": ids["submitted"]}),
         (
             "reviewer",
