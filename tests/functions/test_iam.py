@@ -28,15 +28,17 @@ import pytest
 
 from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
-from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
+from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, VerifierKind
+from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting, human
-from taskgate.service import claims, keys, projects, specs, tasks
+from taskgate.service import claims, keys, projects, specs, staleness, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, CONDITIONS, Stack, resolve, resource, stack, stream_event, template
 from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
 from tests.functions.test_request_handlers import authorizer_event, behind_authorizer, jwt_event
 from tests.functions.test_sweeper import abandoned_run, scheduler_event
 from tests.mcp.events import LEGACY, mcp_headers, rpc, v2_event
+from tests.support.evidence import BASE0, CONFIG, TIP1, run_verifier
 from tests.support.world import SHA
 
 REGION = "us-east-1"
@@ -512,6 +514,9 @@ def _check(role: str, refs: dict[str, Any], recorder: Recorder) -> None:
                 )
 
 
+CRITERIA = [CriterionInput(text="unit tests pass", kind=CriterionKind.TEST, verify_ref="tests.test_x")]
+
+
 def _setup_project(s: Stack, name: str = "shop") -> None:
     projects.create(s.ctx, HUMAN, name, repo=f"https://git.example.com/{name}.git")
 
@@ -750,6 +755,43 @@ def test_dispatcher_role_allows_exactly_what_it_does(observed: tuple[Stack, Reco
         dispatcher.handler, {"nightly": True, "execution_id": "e-1", "scheduled_time": "2026-01-01T02:00:00Z"}
     )
     assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 2
+    # Stale verdicts: "moved" holds a task verified on main's old tip. Its base moving reaches
+    # the dispatcher as the BASE-MOVED item's record (it reads the verified queue), and the next
+    # nightly run reads the verified queue of "held", whose verdict holds for a tip.
+    for name in ("moved", "held"):
+        _setup_project(s, name)
+        ci = acting(
+            keys.authenticate(
+                s.ctx,
+                keys.create(
+                    s.ctx,
+                    HUMAN,
+                    kind=CredentialKind.VERIFIER,
+                    name=f"{name}-ci",
+                    verifier_kind=VerifierKind.LOCAL,
+                ).secret,
+            )
+        )
+        projects.set_verifier_config(s.ctx, HUMAN, name, CONFIG)
+        projects.set_verification(s.ctx, HUMAN, name, True)
+        verified = tasks.create(s.ctx, HUMAN, name, title="c", criteria=CRITERIA).task
+        claims.submit(
+            s.ctx,
+            agent,
+            verified.id,
+            claims.claim(s.ctx, agent, name, task_id=verified.id).token,
+            commit_sha=SHA,
+            evidence="d",
+        )
+        run_verifier(s.ctx, ci, verified.id, Evidence.PASS, base=BASE0)
+        if name == "moved":
+            staleness.base_moved(s.ctx, ci, name, ref="refs/heads/main", tip=TIP1)
+            rec.run(dispatcher.handler, stream_event(s.delivered(s.new_records())))
+    assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 3
+    rec.run(
+        dispatcher.handler, {"nightly": True, "execution_id": "e-2", "scheduled_time": "2026-01-02T02:00:00Z"}
+    )
+    assert len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"]) == 4
     _check("DispatcherRole", _refs(s), rec)
 
 

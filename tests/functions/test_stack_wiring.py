@@ -26,8 +26,13 @@ def _env(name: str) -> dict[str, Any]:
 
 def test_the_stream_filter_matches_the_queue_key_of_a_waiting_task() -> None:
     event = resource("DispatcherFunction")["Properties"]["Events"]["Submissions"]["Properties"]
-    [pattern] = [json.loads(f["Pattern"]) for f in event["FilterCriteria"]["Filters"]]
+    [pattern, moves] = [json.loads(f["Pattern"]) for f in event["FilterCriteria"]["Filters"]]
     [rule] = pattern["dynamodb"]["NewImage"]["GSI1PK"]["S"]
+    # The second: a project's BASE-MOVED item, by its key (every project's, no other item).
+    [pk_rule] = moves["dynamodb"]["Keys"]["PK"]["S"]
+    pk, sk = records.base_moved_key("shop")
+    assert pk.startswith(pk_rule["prefix"]) and moves["dynamodb"]["Keys"]["SK"]["S"] == [sk]
+    assert sk not in {records.project_key("shop")[1], records.counter_key("shop")[1]}
     assert records.queue_pk("shop", Status.NEEDS_VERIFICATION).startswith(rule["prefix"])
     for status in Status:
         if status is not Status.NEEDS_VERIFICATION:

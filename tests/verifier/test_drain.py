@@ -113,3 +113,25 @@ def test_drain_goes_without_task_and_once_and_idle_exit_needs_drain(live: Live, 
     refused = gate.verify("--drain", "--idle-exit", "0")
     assert refused.returncode == 2 and "expected seconds between 0 and 3600" in refused.stderr
     assert gate.detail(tid)["task"]["status"] == "ready"  # nothing was started
+
+
+def test_a_draining_verifier_reads_the_base_tip_and_verifies_stale_work_again(
+    live: Live, tmp_path: Path
+) -> None:
+    """What the cloud's nightly task does with nothing submitted: its first look reads main's
+    tip, which moved since the verdict, and the stale verified task is its work; then it exits."""
+    gate = _gate(live, tmp_path)
+    tid = gate.task([KEEPS_DIGITS])
+    gate.submit(tid, gate.repo.commit({"slug.py": SLUGIFY}, "keep digits"))
+    assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
+    verified_on = gate.detail(tid)["task"]["verified_base"]["tip"]
+    tip = gate.repo.commit({"README": "moved\n"}, "main moves")
+    assert tip != verified_on
+    proc = _drain(gate, idle=1.5)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, (out, err)
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert [(x["task_id"], x["verdict"], x["task_status"]) for x in lines] == [(tid, "passed", "verified")]
+    task = gate.detail(tid)["task"]
+    assert task["verified_base"]["tip"] == tip and task["stale"] is False
+    assert [r["reverify"] for r in gate.detail(tid)["runs"]] == [False, True]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgate.domain import limits
 from taskgate.domain.baseline import DEFAULT_PROTECT, BaselineEvidence, protect_globs
@@ -576,12 +576,29 @@ class WaitingWork(Out):
 
 
 class BaseMovedIn(In):
-    """A base branch's new tip: from a verifier that read it, or a git host's push webhook (its
-    other fields are ignored)."""
+    """A base branch's new tip: `{ref, tip}`, from a verifier that read it or a CI step, or a git
+    host's push payload (`ref`, `after`; its other fields are ignored)."""
 
     model_config = ConfigDict(extra="ignore")
     ref: str = Field(min_length=1, max_length=300, description="refs/heads/<branch>, or <branch>")
-    after: str = Field(min_length=1, max_length=200, description="The branch's new tip (full commit id)")
+    tip: str | None = Field(
+        default=None, min_length=1, max_length=200, description="The branch's new tip (full commit id)"
+    )
+    after: str | None = Field(
+        default=None, min_length=1, max_length=200, description="The same, as a push payload names it"
+    )
+
+    @model_validator(mode="after")
+    def _one_tip(self) -> BaseMovedIn:
+        if self.tip is None and self.after is None:
+            raise ValueError("the new tip is missing: send `tip` (a push payload's `after` also does)")
+        if self.tip is not None and self.after is not None and self.tip.strip() != self.after.strip():
+            raise ValueError("`tip` and `after` name different commits: send one of them")
+        return self
+
+    @property
+    def new_tip(self) -> str:
+        return self.tip if self.tip is not None else self.after or ""
 
 
 class BaseMoved(Out):

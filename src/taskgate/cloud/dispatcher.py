@@ -9,10 +9,17 @@ ones pick the submission up). Records are processed with Powertools' batch proce
 that fails (unreadable image, ECS refusing to start) is reported in `batchItemFailures`, so
 Lambda retries from it while the records before it stay done.
 
+The base branch moving (a git host's push webhook, a verifier's read of the tip: service/
+staleness.py) rewrites the project's BASE-MOVED item in the same commit; the filter passes that
+item's records too, and the function hands the project to `service.dispatch.restale`, which
+starts a verifier under the same slots when the move left verified tasks stale.
+
 Two schedules invoke the same function. {"sweep": true, "execution_id"} (every few minutes):
-lapsed slots of lost or stuck tasks are logged, and every project with work waiting and no
-live slot gets a task, so no submission waits on a task that is gone. {"nightly": true, ...}:
-the same, logged as the nightly run. A project it could not start is logged as an error and
+lapsed slots of lost or stuck tasks are logged, and every project with work waiting (submissions,
+stale verified tasks) and no live slot gets a task, so no submission waits on a task that is
+gone. {"nightly": true, ...}: the same, logged as the nightly run, and also for every project
+whose verdicts hold for a base tip: the cloud has no other way to learn that the tip moved when
+no webhook said so, so the task reads it (verifier/tips.py) and re-verifies what went stale. A project it could not start is logged as an error and
 fails the invocation, so the schedule retries it (the starts carry the execution id in their
 idempotency tokens: what already started is not started again).
 """
@@ -20,6 +27,7 @@ idempotency tokens: what already started is not started again).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -30,7 +38,7 @@ from taskgate.cloud import observe
 from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
-from taskgate.service.dispatch import Entered, Outcome, ensure, sweep
+from taskgate.service.dispatch import Entered, Outcome, ensure, restale, sweep
 from taskgate.store import body
 from taskgate.store.port import Item
 
@@ -67,6 +75,33 @@ def entered(raw: Mapping[str, Any]) -> Entered | None:
     return Entered(task_id=task.id, project=task.project, attempt=attempt.number, version=task.version)
 
 
+@dataclass(frozen=True)
+class BaseMove:
+    """The base branch of `project` moved to `tip` (the BASE-MOVED item's `version`)."""
+
+    project: str
+    tip: str
+    version: int
+
+
+def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
+    """The move a stream record of a project's BASE-MOVED item announces, or None if the record
+    is no such thing."""
+    if raw.get("eventName") not in ("INSERT", "MODIFY"):
+        return None
+    new = (raw.get("dynamodb") or {}).get("NewImage")
+    if not isinstance(new, Mapping):
+        return None
+    pk, sk = str((new.get("PK") or {}).get("S", "")), str((new.get("SK") or {}).get("S", ""))
+    project = pk.removeprefix(records.project_pk(""))
+    if not project or pk == project or (pk, sk) != records.base_moved_key(project):
+        return None
+    try:
+        return BaseMove(project=project, tip=str(body.decode(new)["tip"]), version=int(new["V"]["N"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UnreadableRecord(f"stream record {raw.get('eventID')}: base move unreadable: {exc}") from exc
+
+
 _launcher: EcsLauncher | None = None
 
 
@@ -83,6 +118,9 @@ def _record(record: DynamoDBRecord) -> str:
     try:
         found = entered(raw)
         if found is None:
+            moved = base_move(raw)
+            if moved is not None:
+                return _moved(moved, event_id)
             observe.logger.info("not a submission entering verification", event_id=event_id)
             return "skipped"
         observe.bind(task_id=found.task_id)
@@ -114,6 +152,29 @@ def _record(record: DynamoDBRecord) -> str:
     return outcome.value
 
 
+def _moved(moved: BaseMove, event_id: Any) -> str:
+    result = restale(
+        runtime.context(),
+        moved.project,
+        launcher().launch_drain,
+        base=launcher().task_definition,
+        # The item's version: a redelivered record asks again with the same id, a later move of
+        # the branch back to an earlier tip with another.
+        start_id=f"base|{moved.project}|{moved.tip}|{moved.version}",
+        stack_concurrency=launcher().concurrency,
+        stale=_stale,
+    )
+    observe.logger.info(
+        "base moved",
+        outcome=result.outcome.value,
+        project=moved.project,
+        tip=moved.tip,
+        slot=result.slot,
+        event_id=event_id,
+    )
+    return result.outcome.value
+
+
 def _stale(project: str, task_definition: str) -> None:
     observe.logger.warning(
         "the project's image runs a task definition copied from an older revision of the stack's; "
@@ -140,6 +201,7 @@ def _scheduled(event: dict[str, Any], kind: str) -> dict[str, Any]:
         stack_concurrency=launcher().concurrency,
         stale=_stale,
         prefix=kind,
+        read_tips=kind == "nightly",
     )
     for project, slot in report.lapsed:
         observe.logger.warning(
@@ -152,6 +214,7 @@ def _scheduled(event: dict[str, Any], kind: str) -> dict[str, Any]:
             observe.logger.info(
                 f"{kind} verifier started",
                 project=project,
+                why=report.why[project].value,
                 slot=result.slot,
                 task_definition=result.task_definition,
                 started=result.started,

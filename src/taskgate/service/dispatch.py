@@ -7,8 +7,10 @@ spends most of it starting. So each project has up to N *slots* (N: the project'
 partition. A verifier task holds a slot under a lease; it verifies the project's waiting work
 until none is left, waits a little for more, gives the slot back and exits.
 
-`ensure(project)` is the one way a verifier task starts (the stream, the nightly run and the
-sweep all call it):
+The base branch moving makes verified tasks stale (service/staleness.py); they are the
+verifier's work as well, after the submissions, and count toward the same slots (`restale`, on
+the stream's record of the move; `sweep`). `ensure(project)` is the one way a verifier task
+starts (the stream, the nightly run and the sweep all call it):
 
 1. with fewer live slots (their lease not lapsed) than N and than the submissions in the queue,
    take the first free or lapsed slot with a conditional write (must not exist, or the lapsed item's version): of racing dispatchers one
@@ -34,7 +36,7 @@ the same submission twice (starting a run is the one atomic claim).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -42,8 +44,8 @@ from pydantic import BaseModel, ConfigDict
 
 from taskgate import telemetry
 from taskgate.domain.clock import iso
-from taskgate.domain.models import Status
-from taskgate.service import batches, images, records
+from taskgate.domain.models import Project, Status
+from taskgate.service import batches, images, records, staleness
 from taskgate.service.context import Context
 from taskgate.store.port import ConflictError, Item, Put, lapsed
 from taskgate.store.schema import IndexName
@@ -78,6 +80,7 @@ class Outcome(StrEnum):
     STARTED = "started"
     DRAINING = "draining"  # as many tasks as allowed hold a live slot: they pick the work up
     VERIFICATION_OFF = "verification_off"
+    NOTHING_STALE = "nothing_stale"  # the base moved, and no verified task waits for it
 
 
 @dataclass(frozen=True)
@@ -160,10 +163,10 @@ def ensure(
     if old:
         stale(project, task_definition)
     cap = concurrency(ctx, project, stack_concurrency)
-    # One task per waiting submission, up to the cap: a second task helps only when the queue
-    # holds more than the running ones take. At least one, for the submission that asked (the
-    # queue index may not show it yet).
-    demand = max(1, queued(ctx, project, cap))
+    # One task per waiting submission or stale verified task, up to the cap: a second task helps
+    # only when the queue holds more than the running ones take. At least one, for the
+    # submission that asked (the queue index may not show it yet).
+    demand = max(1, work(ctx, p, cap))
     # Each pass loses at most one slot to a racer, so cap + 1 passes see every slot settled.
     for _ in range(cap + 1):
         now = ctx.clock.now()
@@ -295,11 +298,68 @@ def waiting(ctx: Context, project: str) -> bool:
     return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, ctx.project(project)))
 
 
+def work(ctx: Context, project: Project, up_to: int) -> int:
+    """What a verifier would take in `project`: submissions, then stale verified tasks (the same
+    work the verifier route hands out), counted up to `up_to`."""
+    n = queued(ctx, project.name, up_to)
+    if n < up_to:  # every verified task is read to find the stale ones: only when it can matter
+        n += len(staleness.stale_tasks(ctx, project))
+    return min(n, up_to)
+
+
+def restale(
+    ctx: Context,
+    project: str,
+    launch: LaunchDrain,
+    *,
+    base: str,
+    start_id: str,
+    stack_concurrency: int = DEFAULT_CONCURRENCY,
+    stale: Stale = _no_note,
+) -> Started:
+    """The base branch moved (a push webhook, a verifier's read): a verifier draining `project`
+    for the verified tasks that are stale now, under the same slots as submissions. A move that
+    left nothing stale starts nothing."""
+    p = ctx.project(project)
+    if not p.verification_on:
+        return Started(Outcome.VERIFICATION_OFF)
+    if not staleness.stale_tasks(ctx, p):
+        return Started(Outcome.NOTHING_STALE)
+    return ensure(
+        ctx, project, launch, base=base, start_id=start_id, stack_concurrency=stack_concurrency, stale=stale
+    )
+
+
+class Why(StrEnum):
+    """Why a scheduled run wanted a verifier for a project."""
+
+    SUBMISSIONS = "submissions"  # submissions wait for verification
+    STALE = "stale"  # verified tasks wait to be verified again on the moved base
+    READ_TIP = "read_tip"  # nightly: verdicts hold for a base tip the server may not know moved
+
+
 @dataclass
 class Sweep:
     started: list[tuple[str, Started]]
     failed: dict[str, str]  # project -> why nothing started for it
     lapsed: list[tuple[str, int]]  # slots whose task stopped renewing, found this time
+    why: dict[str, Why] = field(default_factory=dict)  # project -> why a verifier was wanted
+
+
+def wanted(ctx: Context, project: Project, *, read_tips: bool) -> Why | None:
+    """Whether a scheduled run needs a verifier draining `project`, and why. The cloud learns a
+    base tip only from a push webhook or a verifier reading the repository, so the nightly run
+    (`read_tips`) also starts one wherever verdicts hold for a tip: the task reads the tip on
+    its first look at the queue and re-verifies what the move made stale."""
+    if not project.verification_on:
+        return None
+    if waiting(ctx, project.name):
+        return Why.SUBMISSIONS
+    if staleness.stale_tasks(ctx, project):
+        return Why.STALE
+    if read_tips and staleness.tip_to_read(ctx, project):
+        return Why.READ_TIP
+    return None
 
 
 def sweep(
@@ -311,11 +371,13 @@ def sweep(
     stack_concurrency: int = DEFAULT_CONCURRENCY,
     stale: Stale = _no_note,
     prefix: str = "sweep",
+    read_tips: bool = False,
 ) -> Sweep:
     """Mark lapsed slots, and make sure a verifier drains every project with verification on
-    and work waiting. The nightly run is this (prefix "nightly"); so is the scheduled sweep that
-    keeps a lost task from holding work back. `run_id` is the schedule's execution id: a retried
-    invocation sends the same start ids. One project failing starts the others and is reported."""
+    and work waiting (submissions, stale verified tasks). The nightly run is this (prefix
+    "nightly", `read_tips`: see `wanted`); so is the scheduled sweep that keeps a lost task from
+    holding work back. `run_id` is the schedule's execution id: a retried invocation sends the
+    same start ids. One project failing starts the others and is reported."""
     out = Sweep(started=[], failed={}, lapsed=[])
     now = iso(ctx.clock.now())
     for name in ctx.project_names():
@@ -341,8 +403,10 @@ def sweep(
                 except ConflictError:
                     pass  # renewed or taken over meanwhile: it is live again
         project = ctx.project(name)
-        if not project.verification_on or not waiting(ctx, name):
+        why = wanted(ctx, project, read_tips=read_tips)
+        if why is None:
             continue
+        out.why[name] = why
         try:
             result = ensure(
                 ctx,

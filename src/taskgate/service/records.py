@@ -9,6 +9,7 @@ P#<project>   CASCADE#SPEC#<n:08>  whether the cascade of spec n's last change i
 P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
 P#<project>   REF#<hash>           the tasks and specs listed as holding one test/command ref (refs.py)
 P#<project>   TASKS-OF#SPEC#<n:08> the tasks created under spec n (refs.py)
+P#<project>   BASE-MOVED           the base branch's last move (staleness.py): the stream's signal
 PROJECTS      <project>            directory entry, for listing projects
 PH#<project>  <time>#<rand>        project history
 T#<task id>   H#<time>#<rand>      task history
@@ -65,6 +66,10 @@ def project_pk(project: str) -> str:
 
 def project_key(project: str) -> tuple[str, str]:
     return (project_pk(project), "PROJECT")
+
+
+def base_moved_key(project: str) -> tuple[str, str]:
+    return (project_pk(project), "BASE-MOVED")
 
 
 def counter_key(project: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.service import records
 from taskgate.service.context import Context, event, put_event
-from taskgate.store.port import Put
+from taskgate.store.port import Item, Put
 
 # Accepted tasks named in a "breaks on the new base" finding; the rest are counted.
 GAINED_SHOWN = 10
@@ -56,8 +56,10 @@ def branch_of_ref(ref: str) -> str:
 
 def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: str) -> Moved:
     """Record the base branch's tip as a verifier or a git host's push reported it. A push to
-    another branch is answered and changes nothing. The verified tasks on an older tip are stale
-    from here: the verifier's work queue offers them for re-verification, oldest first."""
+    another branch, or one that deleted the branch, is answered and changes nothing. The verified
+    tasks on an older tip are stale from here: the verifier's work queue offers them for
+    re-verification, oldest first. A move also rewrites the project's BASE-MOVED item in the same
+    commit: in the cloud its stream record is what wakes the dispatcher (cloud/dispatcher.py)."""
     authorize(Op.VERIFY, who, project=project_name)
     branch = branch_of_ref(ref)
     tip = tip.strip().lower()
@@ -65,25 +67,59 @@ def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: s
         BaseTip(branch=branch, tip=tip, at="", by="")
     except ValueError:
         raise invalid(f"tip {tip!r} is not a full commit id (40 or 64 hex digits)") from None
-    project = ctx.project(project_name)
+
+    def attempt() -> Moved:
+        project = ctx.project(project_name)
+        cfg = project.verifier_config
+        wanted = cfg.base_branch_choice() if cfg is not None else None
+        known = project.base_tip
+        if wanted is None and known is not None:
+            wanted = known.branch  # the branch the verifier found (main, or the repository's HEAD)
+        if wanted is not None and branch != wanted:
+            return Moved(project_name, branch, tip, False, f"{branch} is not the base branch ({wanted})", [])
+        if not tip.strip("0"):  # a git host's push that deleted the branch: no tip to verify on
+            return Moved(project_name, branch, tip, False, f"the push deleted {branch}", [])
+        changed = known is None or (known.branch, known.tip) != (branch, tip)
+        if changed:
+            now = ctx.clock.now()
+            new = project.model_copy(
+                update={"base_tip": BaseTip(branch=branch, tip=tip, at=iso(now), by=who.actor)}
+            )
+            ev = event(who, "base_moved", project=project_name, at=now, branch=branch, tip=tip,
+                       previous=known.tip if known is not None else None)  # fmt: skip
+            ctx.commit(
+                [
+                    Put(records.project_item(new), project.version),
+                    put_event(ev),
+                    _signal(ctx, project_name, new.base_tip),
+                ]
+            )
+            project = new
+        return Moved(project_name, branch, tip, changed, None, [t.id for t in stale_tasks(ctx, project)])
+
+    # Two reports of one push racing: the one that loses reads the tip the other recorded.
+    return ctx.retrying(attempt)
+
+
+def _signal(ctx: Context, project: str, base: BaseTip | None) -> Put:
+    """The project's BASE-MOVED item, rewritten: the one record of a move the dispatcher's stream
+    filter passes (a project item changes for many reasons, and its body is opaque to a filter)."""
+    pk, sk = records.base_moved_key(project)
+    before = ctx.store.get(pk, sk)
+    version = before.version if before is not None else None
+    data = {"project": project, **(base.model_dump(mode="json") if base is not None else {})}
+    return Put(Item(pk, sk, data, (version or 0) + 1), version)
+
+
+def tip_to_read(ctx: Context, project: Project) -> bool:
+    """Whether a verifier should read the project's base tip even with nothing known to be stale:
+    verification on, merging on, and some verified task whose verdict holds for a base tip (a
+    moved base would make it stale). The nightly run starts a verifier for each such project,
+    which reads the tip (verifier/tips.py) and re-verifies what the move made stale."""
     cfg = project.verifier_config
-    wanted = cfg.base_branch_choice() if cfg is not None else None
-    known = project.base_tip
-    if wanted is None and known is not None:
-        wanted = known.branch  # the branch the verifier found (main, or the repository's HEAD)
-    if wanted is not None and branch != wanted:
-        return Moved(project_name, branch, tip, False, f"{branch} is not the base branch ({wanted})", [])
-    changed = known is None or (known.branch, known.tip) != (branch, tip)
-    if changed:
-        now = ctx.clock.now()
-        new = project.model_copy(
-            update={"base_tip": BaseTip(branch=branch, tip=tip, at=iso(now), by=who.actor)}
-        )
-        ev = event(who, "base_moved", project=project_name, at=now, branch=branch, tip=tip,
-                   previous=known.tip if known is not None else None)  # fmt: skip
-        ctx.commit([Put(records.project_item(new), project.version), put_event(ev)])
-        project = new
-    return Moved(project_name, branch, tip, changed, None, [t.id for t in stale_tasks(ctx, project)])
+    if not project.verification_on or not project.repo or (cfg is not None and cfg.merge == "none"):
+        return False
+    return any(t.verified_base is not None for t in ctx.tasks_in_status(project.name, Status.VERIFIED))
 
 
 def reverify_action(verdict: rules.Outcome) -> Action:

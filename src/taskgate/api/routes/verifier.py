@@ -122,13 +122,14 @@ def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
     "POST",
     "/api/verifier/projects/<project>/base",
     Access.LOCAL_VERIFIER,
-    summary="The base branch moved: its new tip, from a verifier's poll or a git host's push webhook "
-    "(ref, after); verified tasks on an older tip become stale and are verified again",
+    summary="The base branch moved: its new tip ({ref, tip}), from a verifier's poll, a CI step or a "
+    "git host's push webhook (ref, after); verified tasks on an older tip become stale and are "
+    "verified again",
     tags=TAGS,
     body=True,
 )
 def base_moved(project: str, body: BaseMovedIn) -> BaseMoved:
-    moved = staleness.base_moved(runtime.context(), caller(), project, ref=body.ref, tip=body.after)
+    moved = staleness.base_moved(runtime.context(), caller(), project, ref=body.ref, tip=body.new_tip)
     return BaseMoved.model_validate(vars(moved))
 
 
