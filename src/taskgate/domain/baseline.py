@@ -147,7 +147,7 @@ def valid_glob(pattern: str) -> str | None:
 
 _INTERPRETERS = re.compile(r"^(python[0-9.]*|bash|sh|dash|zsh|node|deno|bun|ruby|perl|php)$")
 # Interpreter options whose value is a file loaded before the script or the tests: node's
-# preloads, loaders, env file (which may set NODE_OPTIONS) and test reporter, bun's preload.
+# preloads, loaders, env file (which may set NODE_OPTIONS) and test reporter.
 _FILE_OPTIONS = frozenset(
     {
         "-r",
@@ -157,7 +157,6 @@ _FILE_OPTIONS = frozenset(
         "--experimental-loader",
         "--env-file",
         "--test-reporter",
-        "--preload",
     }
 )
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
