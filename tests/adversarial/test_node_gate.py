@@ -73,8 +73,10 @@ BASE = {
 }
 KEEPS_DIGITS = {"text": "digits are kept", "kind": "test", "verify_ref": "slugify > keeps digits"}
 LOWERCASES = {"text": "slugs are lower case", "kind": "test", "verify_ref": "slugify > lowercases"}
-# What makes every strictEqual pass: the assertion itself replaced.
+# What makes every strictEqual pass: the assertion itself replaced (the screen's js.assert)...
 NO_ASSERT = "require('node:assert').strictEqual = () => {};\n"
+# ...and through an alias, which a line screen does not follow: in a harness file only rule 2 holds it.
+ALIASED = "const a = require('node:assert');\na.strictEqual = () => {};\n"
 PASSING_REPORT = (
     '<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="slugify" tests="1">'
     '<testcase name="keeps digits" classname="test"/></testsuite></testsuites>\n'
@@ -165,14 +167,14 @@ def test_the_fix_with_tests_added_beside_the_named_one_verifies_on_the_second_ru
         (
             {
                 "package.json": package(f"node --require ./lib/fast.js --test {JUNIT}"),
-                "lib/fast.js": NO_ASSERT,
+                "lib/fast.js": ALIASED,
             },
             ["package.json"],
         ),
         # the preload the human's test script names, rewritten
-        ({"support/setup.js": NO_ASSERT}, ["support/setup.js"]),
+        ({"support/setup.js": ALIASED}, ["support/setup.js"]),
         # npm passes `node-options` to every script it runs: a preload without touching package.json
-        ({".npmrc": "node-options=--require ./lib/fast.js\n", "lib/fast.js": NO_ASSERT}, [".npmrc"]),
+        ({".npmrc": "node-options=--require ./lib/fast.js\n", "lib/fast.js": ALIASED}, [".npmrc"]),
     ],
     ids=["test-script", "preload", "npmrc-node-options"],
 )
@@ -188,6 +190,7 @@ def test_a_change_to_the_node_harness_is_held_for_a_human(
     assert record["paths"] == held
     assert "strictEqual = () => {}" in record["diff"] or "--require ./lib/fast.js" in record["diff"]
     [run] = gate.detail(tid)["runs"]
+    assert run["screened"] == []  # nothing but the rule holds it
     assert run["baseline"]["protected"] == held
     # the check itself passed: without the rule the commit would have been verified
     assert run["checks"]["unit"]["exit_code"] == 0, run["checks"]
@@ -304,6 +307,22 @@ def test_process_exit_added_in_library_code_is_held_with_the_line(live: Live, tm
     )
     [run] = gate.detail(tid)["runs"]
     assert [(h["path"], h["line"], h["rule"]) for h in run["screened"]] == [("lib/slug.js", 2, "js.exit")]
+
+
+def test_library_code_that_replaces_node_assert_is_held_with_the_line(live: Live, tmp_path: Path) -> None:
+    """The module the tests import switches their assertions off: every test passes, the check
+    exits 0, and only the screen stands between it and `verified`."""
+    gate = _gate(live, tmp_path)
+    tid = _submit(gate, {"lib/slug.js": NO_ASSERT + BROKEN})
+    line = _verify_one(gate)
+    record = _held(gate, tid, line)
+    assert record["why"] == "reads_grader"
+    assert record["reason"].startswith(
+        "the submission adds code that reads or ends its grader (js.assert): "
+        "lib/slug.js:1 [js.assert] `require('node:assert').strictEqual = () => {};`. A human decides"
+    )
+    [run] = gate.detail(tid)["runs"]
+    assert run["checks"]["unit"]["exit_code"] == 0 and run["evidence"]["AC-1.1"]["result"] == "pass"
 
 
 def test_naming_library_code_a_bin_in_the_submission_does_not_let_it_exit(live: Live, tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ RULES: dict[str, str] = {
     "js.require_cache": "reads or edits the module cache (require.cache, Module._cache, Module._load)",
     "js.dynamic": "runs code built at run time (eval, new Function)",
     "js.test_env": "looks at the test runner (NODE_TEST_CONTEXT, JEST_WORKER_ID, VITEST)",
+    "js.assert": "changes the assertion library (assigns to node:assert's or expect's members)",
     "js.test_files": "reads test files",
 }
 
@@ -419,6 +420,15 @@ _JS_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("js.dynamic", re.compile(r"(?<![\w.])eval\s*\(|\bnew\s+Function\s*\(")),
     ("js.test_env", re.compile(r"\b(NODE_TEST_CONTEXT|JEST_WORKER_ID|VITEST)\b")),
+    # `assert.strictEqual = () => {}` in a module the tests import makes every assertion pass.
+    (
+        "js.assert",
+        re.compile(
+            r"(?:\b(?:assert|expect)\b|\brequire\s*\(\s*['\"`](?:node:)?assert(?:/strict)?['\"`]\s*\))"
+            r"\s*(?:\.\s*\w+|\[[^\]]+\])\s*=(?![=>])"
+            r"|\bObject\s*\.\s*(?:assign|defineProperty|defineProperties|setPrototypeOf)\s*\(\s*(?:assert|expect)\b"
+        ),
+    ),
 ]
 _COMMENT = re.compile(r"^\s*(//|/\*|\*)")
 
