@@ -169,7 +169,7 @@ def test_the_fix_with_tests_added_beside_the_named_one_verifies_on_the_second_ru
                 "package.json": package(f"node --require ./lib/fast.js --test {JUNIT}"),
                 "lib/fast.js": ALIASED,
             },
-            ["package.json"],
+            ["lib/fast.js", "package.json"],  # the rewritten script runs lib/fast.js: shown too
         ),
         # the preload the human's test script names, rewritten
         ({"support/setup.js": ALIASED}, ["support/setup.js"]),

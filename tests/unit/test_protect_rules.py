@@ -97,8 +97,7 @@ PACKAGE = """{"scripts": {
             [
                 "node scripts/gen.js",
                 "node --require ./support/setup.js --test && npm run lint",
-                "true",  # posttest
-                "true",  # prelint
+                "true",  # posttest (and prelint: the same command, listed once)
                 "sh scripts/lint.sh",
             ],
         ),
@@ -107,8 +106,7 @@ PACKAGE = """{"scripts": {
             [
                 "node scripts/gen.js",
                 "node --require ./support/setup.js --test && npm run lint",
-                "true",  # posttest
-                "true",  # prelint
+                "true",  # posttest (and prelint: the same command, listed once)
                 "sh scripts/lint.sh",
             ],
         ),
@@ -134,6 +132,12 @@ def test_the_files_a_checks_npm_scripts_run_are_protected() -> None:
     assert protected(evidence.changed, globs) == ["support/setup.js", "scripts/lint.sh"]
     assert package_scripts(["npm test"], None) == [] and package_scripts(["npm test"], "not json") == []
     assert package_scripts(["npm test"], '{"scripts": ["test"]}') == []
+    # the submission's version of a script counts too: its files are shown with it
+    rewritten = '{"scripts": {"test": "node -r ./lib/fast.js --test"}}'
+    assert package_scripts(["npm test"], '{"scripts": {"test": "node --test"}}', rewritten) == [
+        "node --test",
+        "node -r ./lib/fast.js --test",
+    ]
     # a script that runs itself is read once
     assert package_scripts(["npm test"], '{"scripts": {"test": "npm test"}}') == ["npm test"]
 

@@ -7,12 +7,13 @@ verifier and the server apply the same rules, and the server's reading is the on
 
 Protected paths are the verifier config's `protect` globs, or DEFAULT_PROTECT when it names
 none, plus every file inside the checkout that a check's command runs by path, or that a
-package.json script it runs through npm, pnpm or yarn runs (the baseline's scripts: `npm test`
-runs pretest, test and posttest), a preload named by an option included. Three files are
-protected only in their test runner's part: `pyproject.toml` (its `[tool.pytest...]` tables),
-`setup.cfg` (`[tool:pytest]`) and `package.json` (the `jest`, `vitest`, `mocha` and `ava` keys,
-and the `test*`, `pretest*` and `posttest*` scripts). A change elsewhere in them is no change to
-the harness; the verifier compares that part of both versions (`harness_part`).
+package.json script it runs through npm, pnpm or yarn runs (`npm test` runs pretest, test and
+posttest; the baseline's scripts and the submission's), a preload named by an option included.
+Three files are protected only in their test runner's part: `pyproject.toml` (its
+`[tool.pytest...]` tables), `setup.cfg` (`[tool:pytest]`) and `package.json` (the `jest`,
+`vitest`, `mocha` and `ava` keys, and the `test*`, `pretest*` and `posttest*` scripts). A change
+elsewhere in them is no change to the harness; the verifier compares that part of both versions
+(`harness_part`).
 
 A test file is one a runner collects by its naming rules: Python's `test_*.py` and `*_test.py`
 (and every `conftest.py`); JavaScript's `*.test.*`, `*.spec.*`, `*_test.*`, `*-test.*`,
@@ -84,8 +85,9 @@ class BaselineEvidence(BaseModel):
     harness_unchanged: list[str] = Field(default_factory=list, max_length=len(SCOPED) * MAX_CHANGED)
     # `git diff` of the protected paths the submission changes (capped at DIFF_MAX_CHARS).
     diff: str = Field(default="", max_length=DIFF_MAX_CHARS + 200)
-    # The baseline's package.json scripts the checks run through npm, pnpm or yarn (`npm test`
-    # runs pretest, test, posttest): a file they run by path is protected like a check's own.
+    # The package.json scripts the checks run through npm, pnpm or yarn (`npm test` runs pretest,
+    # test, posttest), the baseline's and the submission's: a file they run by path is protected
+    # like a check's own.
     scripts: list[Annotated[str, Field(max_length=SCRIPT_CHARS)]] = Field(
         default_factory=list, max_length=MAX_SCRIPTS
     )
@@ -279,17 +281,30 @@ def _script_names(command: str, scripts: Mapping[str, str]) -> list[str]:
     return names
 
 
-def package_scripts(commands: Iterable[str], package_json: str | None) -> list[str]:
-    """The scripts of `package_json` that `commands` run through a package manager, each with
-    its `pre` and `post` script, and those the scripts run in turn (each once), in order."""
+def package_scripts(commands: Iterable[str], *package_jsons: str | None) -> list[str]:
+    """The scripts that `commands` run through a package manager, in each version of
+    package.json given (the baseline's, then the submission's: a test script the submission
+    rewrote runs its files too), each with its `pre` and `post` script and those the scripts
+    run in turn (each once), in order, at most MAX_SCRIPTS."""
+    commands = list(commands)
+    out: list[str] = []
+    for text in package_jsons:
+        out += _scripts_run(commands, _scripts(text))
+    return list(dict.fromkeys(out))[:MAX_SCRIPTS]
+
+
+def _scripts(package_json: str | None) -> dict[str, str]:
     try:
         data = json.loads(package_json) if package_json else None
     except ValueError:
-        return []
+        return {}
     raw = data.get("scripts") if isinstance(data, dict) else None
     if not isinstance(raw, dict):
-        return []
-    scripts = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _scripts_run(commands: list[str], scripts: Mapping[str, str]) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     queue = list(commands)
@@ -300,7 +315,7 @@ def package_scripts(commands: Iterable[str], package_json: str | None) -> list[s
                     seen.add(each)
                     out.append(scripts[each][:SCRIPT_CHARS])
                     queue.append(scripts[each])
-    return out[:MAX_SCRIPTS]
+    return out
 
 
 def check_commands(commands: Iterable[str], evidence: BaselineEvidence | None) -> list[str]:

@@ -665,7 +665,9 @@ class Runner:
                 and harness_part(name, co.read_at(base, p)) == harness_part(name, co.read_at(None, p))
             ]
             commands = [c.command for c in cfg.checks.values()]
-            scripts = package_scripts(commands, co.read_at(base, "package.json"))
+            scripts = package_scripts(
+                commands, co.read_at(base, "package.json"), co.read_at(None, "package.json")
+            )
             globs = protect_globs(cfg.protect, [*commands, *scripts])
             held = [p for p in protected(listed, globs, unchanged) if not cfg.replaced_before_checks(p)]
             diff = co.diff_from(base, held) if held else ""
