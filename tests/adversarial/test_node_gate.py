@@ -285,6 +285,25 @@ def test_npm_test_that_exits_0_over_failed_node_tests_failed(live: Live, tmp_pat
     )
 
 
+def test_a_decoy_describe_in_a_new_test_file_makes_the_ref_ambiguous(live: Live, tmp_path: Path) -> None:
+    """node writes each file's describe as a suite of its own: the same path in a new file is a
+    second test the ref names, never a pass for it (the check fails too: the real test still
+    fails beside it)."""
+    decoy = TESTS.replace(NAMED, "assert.ok(true);").replace(
+        "  it('lowercases', () => {\n    assert.strictEqual(slugify('Hello World'), 'hello-world');\n  });\n",
+        "",
+    )
+    assert "lowercases" not in decoy
+    gate = _gate(live, tmp_path)
+    tid = _submit(gate, {"test/decoy.js": decoy})
+    line = _verify_one(gate)
+    assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
+    [run] = gate.detail(tid)["runs"]
+    evidence = run["evidence"]["AC-1.1"]
+    assert evidence["result"] == "ambiguous", evidence
+    assert evidence["detail"].startswith("`slugify > keeps digits` matches 2 tests"), evidence
+
+
 # -- rule 8: code that ends its grader ------------------------------------------------------------
 
 EXITS = """\
