@@ -71,6 +71,10 @@ def test_the_files_a_check_runs_by_path(command: str, paths: list[str]) -> None:
         ("node --env-file=.env --test", [".env"]),
         ("node --test --test-reporter=./tools/reporter.mjs --test-reporter=junit", ["tools/reporter.mjs"]),
         ("node --import tsx --test", []),  # a package, not a file of the checkout
+        ("node --test test/ src/slug.test.js", []),  # the tests it runs: rule 3 judges them
+        ("node --test --require ./s.js test/ --import=./t.mjs", ["s.js", "t.mjs"]),
+        ("node scripts/run.js --require ./x.js", ["scripts/run.js"]),  # the script's own arguments
+        ("node -e 'require(\"./x.js\")' ./y.js", []),
         ("node --test --test-reporter-destination=reports/junit.xml", []),
         ("npm test --require ./x.js", []),  # npm's own options: not an interpreter's
     ],

@@ -204,14 +204,16 @@ def command_paths(command: str) -> list[str]:
     """The files inside the checkout that a check's command runs by path: each simple command's
     program (`.venv/bin/python`, `./scripts/test.sh`), the script an interpreter is given
     (`bash scripts/ci.sh`, `python tools/run.py`, not `python -m pytest`) and the files its
-    options load first (`node --require ./setup.js`, `--import=./register.mjs`)."""
+    options load first (`node --require ./setup.js`, `--import=./register.mjs`). The operands
+    of `node --test` are the tests it runs, judged as tests, not a harness."""
     found: list[str] = []
     program: str | None = None
     expect_script = False
+    tests = False  # after `--test`: the operands are test files
     option_value = False  # the word is the value of a file-valued option
     for word in _words(command):
         if _operator(word):
-            program, expect_script, option_value = None, False, False
+            program, expect_script, tests, option_value = None, False, False, False
             continue
         if option_value:
             option_value = False
@@ -228,16 +230,20 @@ def command_paths(command: str) -> list[str]:
             expect_script = _INTERPRETERS.match(word.rsplit("/", 1)[-1]) is not None
             continue
         if expect_script:
-            if word == "-m" or word == "-c" or word == "-e":
+            if word in ("-m", "-c", "-e", "-p", "--eval", "--print"):
                 expect_script = False  # a module or inline code, not a file
                 continue
             if word.startswith("-"):
                 option, eq, value = word.partition("=")
-                if option in _FILE_OPTIONS:
+                if option == "--test":
+                    tests = True
+                elif option in _FILE_OPTIONS:
                     if not eq:
                         option_value = True
                     elif (path := _option_file(value)) is not None:
                         found.append(path)
+                continue
+            if tests:
                 continue
             path = _relative(word) or (
                 word if re.fullmatch(r"[\w.-]+\.(py|sh|js|mjs|cjs|ts|rb|pl)", word) else None
