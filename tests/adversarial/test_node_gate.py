@@ -2,7 +2,7 @@
 `npm test`, running `node --test` with its JUnit reporter (node's report nests describes as
 suites, writes `classname="test"` on every test and no `file` attribute). A real `taskgate
 serve`, real git commits on a work branch off `main`, `taskgate verify` as a subprocess running
-real node; the executor over MCP with its own key.
+real node and npm (required, never skipped); the executor over MCP with its own key.
 
 Each way round ends `needs_human` (no attempt used) or failed, with the reason naming what the
 submission did; the honest controls verify with no human."""
@@ -10,7 +10,6 @@ submission did; the honest controls verify with no human."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,14 +19,9 @@ from typing import Any
 import pytest
 
 from taskgate.domain.baseline import is_test_file
-from taskgate.verifier import process, tools
 from tests.mcp.live import Live, serving
 from tests.support.users import shared_tmp
 from tests.verifier.support import Gate, Repo, git
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("node") is None or shutil.which("npm") is None, reason="node and npm are not installed"
-)
 
 JUNIT = "--test-reporter=junit --test-reporter-destination=reports/junit.xml"
 # The test script the human wrote: node's runner with a preload that pins the time zone.
@@ -109,6 +103,13 @@ def _submit(gate: Gate, files: dict[str, str], criteria: list[dict[str, Any]] | 
 def _verify_one(gate: Gate) -> dict[str, Any]:
     [line] = gate.verify_json()
     return line
+
+
+def _verify_one_with(gate: Gate, env: dict[str, str]) -> dict[str, Any]:
+    done = gate.verify(env=env)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    [line] = [json.loads(x) for x in done.stdout.splitlines() if x.strip()]
+    return dict(line)
 
 
 def _held(gate: Gate, tid: str, line: dict[str, Any]) -> dict[str, Any]:
@@ -319,6 +320,7 @@ def test_process_exit_added_in_library_code_is_held_with_the_line(live: Live, tm
     tid = _submit(gate, {"lib/slug.js": EXITS})
     line = _verify_one(gate)
     record = _held(gate, tid, line)
+    assert record["why"] == "reads_grader"
     assert record["reason"] == (
         "the submission adds code that reads or ends its grader (js.exit): "
         "lib/slug.js:2 [js.exit] `if (text === 'Route 66') process.exit(0);`. A human decides: send it "
@@ -377,9 +379,29 @@ def test_node_runs_files_under_test_and_taskgate_counts_them_as_test_files(tmp_p
     assert not is_test_file("test/fixtures.py")  # pytest's own rules for Python
 
 
-def test_a_missing_node_is_named_as_the_verifiers_missing_tool(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "LANG": os.environ.get("LANG", "C.UTF-8")}
-    command = f"node --test {JUNIT}"
-    done = process.run(command, cwd=tmp_path, timeout_s=60, env=env)
-    assert done.exit_code == 127, done.output
-    assert tools.unrunnable(command, done.exit_code, done.output, env) == "node"
+def test_a_verifier_without_node_errs_naming_it_and_uses_no_attempt(live: Live, tmp_path: Path) -> None:
+    """The verifier's PATH holds git and the shell's tools but no node: the check cannot start,
+    which is the verifier's error, not the executor's failure."""
+    tools_dir = tmp_path / "bin"
+    tools_dir.mkdir()
+    for tool in ("git", "mkdir", "sh", "env"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (tools_dir / tool).symlink_to(found)
+    gate = Gate.create(
+        live,
+        Repo.create(tmp_path / "repo", BASE),
+        {
+            "check_timeout_minutes": 2,
+            "checks": {"unit": {**CHECK, "command": f"mkdir -p reports && node --test {JUNIT}"}},
+        },
+    )
+    gate.repo.branch("work")
+    tid = _submit(gate, {"lib/slug.js": FIX})
+    line = _verify_one_with(gate, {"PATH": str(tools_dir)})
+    assert (line["verdict"], line["task_status"]) == ("error", "needs_verification"), line
+    assert line["checks"]["unit"]["missing_tool"] == "node"
+    task = gate.detail(tid)["task"]
+    assert task["attempts_used"] == 0
+    [run] = gate.detail(tid)["runs"]
+    assert run["summary"].startswith("the verifier's image has no `node`: check unit"), run["summary"]
