@@ -8,10 +8,12 @@ import pytest
 from taskgate.domain.baseline import (
     DEFAULT_PROTECT,
     BaselineEvidence,
+    check_commands,
     command_paths,
     harness_part,
     is_test_file,
     matches,
+    package_scripts,
     protect_globs,
     protected,
 )
@@ -60,6 +62,90 @@ def test_the_files_a_check_runs_by_path(command: str, paths: list[str]) -> None:
     assert command_paths(command) == paths
 
 
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ("node --require ./support/setup.js --test", ["support/setup.js"]),
+        ("node --require=./support/setup.js --test", ["support/setup.js"]),
+        ("node -r ./a.js --import=./b.mjs scripts/run.js", ["a.js", "b.mjs", "scripts/run.js"]),
+        ("node --env-file=.env --test", [".env"]),
+        ("node --test --test-reporter=./tools/reporter.mjs --test-reporter=junit", ["tools/reporter.mjs"]),
+        ("node --import tsx --test", []),  # a package, not a file of the checkout
+        ("node --test test/ src/slug.test.js", []),  # the tests it runs: rule 3 judges them
+        ("node --test --require ./s.js test/ --import=./t.mjs", ["s.js", "t.mjs"]),
+        ("node scripts/run.js --require ./x.js", ["scripts/run.js"]),  # the script's own arguments
+        ("node -e 'require(\"./x.js\")' ./y.js", []),
+        ("node --test --test-reporter-destination=reports/junit.xml", []),
+        ("npm test --require ./x.js", []),  # npm's own options: not an interpreter's
+    ],
+)
+def test_the_files_an_interpreters_options_load_first(command: str, paths: list[str]) -> None:
+    assert command_paths(command) == paths
+
+
+PACKAGE = """{"scripts": {
+  "pretest": "node scripts/gen.js",
+  "test": "node --require ./support/setup.js --test && npm run lint",
+  "posttest": "true",
+  "lint": "sh scripts/lint.sh",
+  "prelint": "true",
+  "build": "node scripts/build.js"
+}}"""
+
+
+@pytest.mark.parametrize(
+    ("command", "scripts"),
+    [
+        (
+            "npm test",
+            [
+                "node scripts/gen.js",
+                "node --require ./support/setup.js --test && npm run lint",
+                "true",  # posttest (and prelint: the same command, listed once)
+                "sh scripts/lint.sh",
+            ],
+        ),
+        (
+            "mkdir -p reports && npm t --silent",
+            [
+                "node scripts/gen.js",
+                "node --require ./support/setup.js --test && npm run lint",
+                "true",  # posttest (and prelint: the same command, listed once)
+                "sh scripts/lint.sh",
+            ],
+        ),
+        ("npm run lint", ["true", "sh scripts/lint.sh"]),
+        ("yarn lint", ["true", "sh scripts/lint.sh"]),
+        ("pnpm run-script build", ["node scripts/build.js"]),
+        ("npm build", []),  # npm's own command, not the script
+        ("npx vitest run", []),
+        ("python -m pytest", []),
+    ],
+)
+def test_the_package_json_scripts_a_check_runs(command: str, scripts: list[str]) -> None:
+    assert package_scripts([command], PACKAGE) == scripts
+
+
+def test_the_files_a_checks_npm_scripts_run_are_protected() -> None:
+    scripts = package_scripts(["npm test"], PACKAGE)
+    evidence = BaselineEvidence(
+        changed=["support/setup.js", "scripts/lint.sh", "scripts/build.js"], scripts=scripts
+    )
+    globs = protect_globs(None, check_commands(["npm test"], evidence))
+    assert {"scripts/gen.js", "support/setup.js", "scripts/lint.sh"} <= set(globs)
+    assert protected(evidence.changed, globs) == ["support/setup.js", "scripts/lint.sh"]
+    assert package_scripts(["npm test"], None) == [] and package_scripts(["npm test"], "not json") == []
+    assert package_scripts(["npm test"], '{"scripts": ["test"]}') == []
+    # the submission's version of a script counts too: its files are shown with it
+    rewritten = '{"scripts": {"test": "node -r ./lib/fast.js --test"}}'
+    assert package_scripts(["npm test"], '{"scripts": {"test": "node --test"}}', rewritten) == [
+        "node --test",
+        "node -r ./lib/fast.js --test",
+    ]
+    # a script that runs itself is read once
+    assert package_scripts(["npm test"], '{"scripts": {"test": "npm test"}}') == ["npm test"]
+
+
 def test_protect_none_is_the_default_and_empty_is_off() -> None:
     assert protect_globs(None, ["sh ci.sh"]) == [*DEFAULT_PROTECT, "ci.sh"]
     assert protect_globs([], ["sh ci.sh"]) == []
@@ -79,6 +165,13 @@ def test_protect_none_is_the_default_and_empty_is_off() -> None:
         ("src/__tests__/slug.js", True),
         ("test/slug-test.mjs", True),
         ("src/contest.js", False),
+        ("test/slug.js", True),  # node --test runs every script under test/
+        ("pkg/test/unit/helpers.mjs", True),
+        ("test/fixtures.py", False),
+        ("test/data.json", False),
+        ("src/__tests__/__snapshots__/slug.test.js.snap", True),
+        ("src/__tests__/helper.py", False),
+        ("support/setup.js", False),
     ],
 )
 def test_test_files(path: str, test: bool) -> None:

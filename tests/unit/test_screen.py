@@ -165,6 +165,10 @@ def test_a_python_file_that_does_not_parse_is_still_screened_by_pattern() -> Non
         ("const src = fs.readFileSync('test/slug.test.js', 'utf8');", "js.test_files"),
         ("if (process.env.NODE_TEST_CONTEXT) return 7;", "js.test_env"),
         ("return eval(expected);", "js.dynamic"),
+        ("require('node:assert').strictEqual = () => {};", "js.assert"),
+        ("assert['deepStrictEqual'] = () => {};", "js.assert"),
+        ("Object.assign(assert, { ok() {} });", "js.assert"),
+        ("expect.toBe = () => true;", "js.assert"),
     ],
 )
 def test_each_javascript_construct_is_a_hit(code: str, rule: str) -> None:
@@ -177,6 +181,16 @@ def test_process_exit_in_a_package_json_bin_file_is_not_a_hit() -> None:
     assert screen([added("bin/slug.js", code)], package_json=package) == []
     assert rules(screen([added("lib/slug.js", code)], package_json=package)) == [(2, "js.exit")]
     assert rules(screen([added("bin/slug.js", code)])) == [(2, "js.exit")]
+
+
+def test_using_assert_in_library_code_is_not_a_hit() -> None:
+    code = (
+        "const assert = require('node:assert');\n"
+        "exports.half = (n) => { assert.ok(n % 2 === 0, 'even'); return n / 2; };\n"
+        "const same = assert.strictEqual === assert.equal;\n"
+        "const assertions = { total: 0 }; assertions.total = 1;\n"
+    )
+    assert screen([added("lib/half.js", code)]) == []
 
 
 def test_comments_in_javascript_are_not_hits() -> None:

@@ -19,7 +19,7 @@ from taskgate.domain.reports import (
     parse_json,
     parse_junit,
 )
-from taskgate.domain.testrefs import RefResult, match, match_reports, normalize, segments
+from taskgate.domain.testrefs import RefResult, failed_names, match, match_reports, normalize, segments
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "reports"
 P, F, S = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.SKIPPED
@@ -366,6 +366,15 @@ def test_node_specifics() -> None:
     check(r, "legacy", SKIPPED, "all 2 tests")  # it.skip and it.todo
     check(r, "pad", PASS, "2 of 2 tests passed")  # a test with subtests is a group
     check(r, "pad > pads left", PASS)
+
+
+def test_failed_testcases_are_named_as_results_name_them() -> None:
+    """node writes classname="test" on every test: a failing one is named by its describe path."""
+    assert failed_names(junit("node/junit.xml")) == ["throws", "truncate > cuts long text"]
+    pytest_failed = failed_names(junit("pytest/junit.xml"))
+    assert pytest_failed[0] == "tests.test_strings.TestTruncate.test_cuts_long_text"
+    twice = Report(tests=(TestCase("a", "m", F), TestCase("a", "m", F), TestCase("b", "m", P)))
+    assert failed_names(twice) == ["m.a", "m.a"]  # one name per failed testcase
 
 
 def test_vitest_specifics() -> None:

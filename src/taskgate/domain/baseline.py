@@ -6,15 +6,20 @@ test harness: a change there can make any test pass) and which are test files. P
 verifier and the server apply the same rules, and the server's reading is the one that decides.
 
 Protected paths are the verifier config's `protect` globs, or DEFAULT_PROTECT when it names
-none, plus every file inside the checkout that a check's command runs by path. Three files are
-protected only in their test runner's part: `pyproject.toml` (its `[tool.pytest...]` tables),
-`setup.cfg` (`[tool:pytest]`) and `package.json` (the `jest`, `vitest`, `mocha` and `ava` keys,
-and the `test*`, `pretest*` and `posttest*` scripts). A change elsewhere in them is no change to
-the harness; the verifier compares that part of both versions (`harness_part`).
+none, plus every file inside the checkout that a check's command runs by path, or that a
+package.json script it runs through npm, pnpm or yarn runs (`npm test` runs pretest, test and
+posttest; the baseline's scripts and the submission's), a preload named by an option included.
+Three files are protected only in their test runner's part: `pyproject.toml` (its
+`[tool.pytest...]` tables), `setup.cfg` (`[tool:pytest]`) and `package.json` (the `jest`,
+`vitest`, `mocha` and `ava` keys, and the `test*`, `pretest*` and `posttest*` scripts). A change
+elsewhere in them is no change to the harness; the verifier compares that part of both versions
+(`harness_part`).
 
 A test file is one a runner collects by its naming rules: Python's `test_*.py` and `*_test.py`
-(and every `conftest.py`), JavaScript's `*.test.*`, `*.spec.*`, `*_test.*`, `*-test.*`,
-`test.*`, `test-*` and anything under a `__tests__/` directory.
+(and every `conftest.py`); JavaScript's `*.test.*`, `*.spec.*`, `*_test.*`, `*-test.*`,
+`test.*`, `test-*`, every script under a `test/` directory (node --test's patterns: its JUnit
+report names no file, so its rules are the only word on it) and anything but Python under a
+`__tests__/` directory (jest's).
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ import json
 import re
 import shlex
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +57,8 @@ DEFAULT_PROTECT: tuple[str, ...] = (
     "vite.config.*",
     "jest.config.*",
     "package.json",
+    # npm (and pnpm) pass its `node-options` to every script they run: a preload of its own.
+    "**/.npmrc",
 )
 # Files protected only in their test runner's part (see harness_part).
 SCOPED = frozenset({"pyproject.toml", "setup.cfg", "package.json"})
@@ -59,6 +66,8 @@ SCOPED = frozenset({"pyproject.toml", "setup.cfg", "package.json"})
 # human: a protected change must not hide past the end of a list nobody reads.
 MAX_CHANGED = 2000
 DIFF_MAX_CHARS = 20_000  # of the protected files' diff kept on the run
+MAX_SCRIPTS = 100  # package.json scripts a run records as run by its checks
+SCRIPT_CHARS = 4000  # of each
 FULL_COMMIT = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
@@ -76,6 +85,12 @@ class BaselineEvidence(BaseModel):
     harness_unchanged: list[str] = Field(default_factory=list, max_length=len(SCOPED) * MAX_CHANGED)
     # `git diff` of the protected paths the submission changes (capped at DIFF_MAX_CHARS).
     diff: str = Field(default="", max_length=DIFF_MAX_CHARS + 200)
+    # The package.json scripts the checks run through npm, pnpm or yarn (`npm test` runs pretest,
+    # test, posttest), the baseline's and the submission's: a file they run by path is protected
+    # like a check's own.
+    scripts: list[Annotated[str, Field(max_length=SCRIPT_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_SCRIPTS
+    )
 
 
 def changed_digest(paths: Sequence[str]) -> str:
@@ -133,6 +148,19 @@ def valid_glob(pattern: str) -> str | None:
 # -- what a check runs by path ---------------------------------------------------------------
 
 _INTERPRETERS = re.compile(r"^(python[0-9.]*|bash|sh|dash|zsh|node|deno|bun|ruby|perl|php)$")
+# Interpreter options whose value is a file loaded before the script or the tests: node's
+# preloads, loaders, env file (which may set NODE_OPTIONS) and test reporter.
+_FILE_OPTIONS = frozenset(
+    {
+        "-r",
+        "--require",
+        "--import",
+        "--loader",
+        "--experimental-loader",
+        "--env-file",
+        "--test-reporter",
+    }
+)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -149,23 +177,48 @@ def _relative(word: str) -> str | None:
     return path
 
 
-def command_paths(command: str) -> list[str]:
-    """The files inside the checkout that a check's command runs by path: each simple command's
-    program (`.venv/bin/python`, `./scripts/test.sh`) and the script an interpreter is given
-    (`bash scripts/ci.sh`, `python tools/run.py`, not `python -m pytest`). What the shell
-    cannot split (an unbalanced quote) names nothing: the check fails to start either way."""
+def _words(command: str) -> list[str]:
+    """A command line as the shell splits it (operators as words of their own); [] for what it
+    cannot split (an unbalanced quote): the check fails to start either way."""
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
         lexer.whitespace_split = True
-        words = list(lexer)
+        return list(lexer)
     except ValueError:
         return []
+
+
+def _operator(word: str) -> bool:
+    return bool(word) and all(ch in ";&|()<>" for ch in word)
+
+
+def _option_file(value: str) -> str | None:
+    """A file-valued option's value as a path in the checkout: a relative path, or a bare file
+    name (`.env`, `setup.js`); a module name (`tsx`, `junit`) is none."""
+    if value.startswith("-"):
+        return None
+    return _relative(value) or (value if re.fullmatch(r"[\w.-]*\.[\w.-]+", value) else None)
+
+
+def command_paths(command: str) -> list[str]:
+    """The files inside the checkout that a check's command runs by path: each simple command's
+    program (`.venv/bin/python`, `./scripts/test.sh`), the script an interpreter is given
+    (`bash scripts/ci.sh`, `python tools/run.py`, not `python -m pytest`) and the files its
+    options load first (`node --require ./setup.js`, `--import=./register.mjs`). The operands
+    of `node --test` are the tests it runs, judged as tests, not a harness."""
     found: list[str] = []
     program: str | None = None
     expect_script = False
-    for word in words:
-        if word and all(ch in ";&|()<>" for ch in word):
-            program, expect_script = None, False
+    tests = False  # after `--test`: the operands are test files
+    option_value = False  # the word is the value of a file-valued option
+    for word in _words(command):
+        if _operator(word):
+            program, expect_script, tests, option_value = None, False, False, False
+            continue
+        if option_value:
+            option_value = False
+            if (path := _option_file(word)) is not None:
+                found.append(path)
             continue
         if program is None:
             if _ASSIGNMENT.match(word):
@@ -177,10 +230,20 @@ def command_paths(command: str) -> list[str]:
             expect_script = _INTERPRETERS.match(word.rsplit("/", 1)[-1]) is not None
             continue
         if expect_script:
-            if word == "-m" or word == "-c" or word == "-e":
+            if word in ("-m", "-c", "-e", "-p", "--eval", "--print"):
                 expect_script = False  # a module or inline code, not a file
                 continue
             if word.startswith("-"):
+                option, eq, value = word.partition("=")
+                if option == "--test":
+                    tests = True
+                elif option in _FILE_OPTIONS:
+                    if not eq:
+                        option_value = True
+                    elif (path := _option_file(value)) is not None:
+                        found.append(path)
+                continue
+            if tests:
                 continue
             path = _relative(word) or (
                 word if re.fullmatch(r"[\w.-]+\.(py|sh|js|mjs|cjs|ts|rb|pl)", word) else None
@@ -189,6 +252,82 @@ def command_paths(command: str) -> list[str]:
                 found.append(path)
             expect_script = False
     return list(dict.fromkeys(found))
+
+
+# Package managers whose `test` or `run <name>` runs a package.json script, and their words.
+_MANAGERS = frozenset({"npm", "pnpm", "yarn"})
+_TEST_WORDS = frozenset({"test", "t", "tst"})
+_RUN_WORDS = frozenset({"run", "run-script", "rum", "urn"})
+
+
+def _script_names(command: str, scripts: Mapping[str, str]) -> list[str]:
+    """The package.json scripts `command` runs by name: `npm test` (`npm t`, `yarn test`),
+    `npm run <name>` (`run-script`), and yarn's and pnpm's `yarn <name>` for a script that
+    exists. What comes after a manager's options is read; `npm --prefix web test` names none."""
+    names: list[str] = []
+    words = _words(command)
+    i = 0
+    while i < len(words):
+        start = i
+        while i < len(words) and not _operator(words[i]):
+            i += 1
+        simple = [w for w in words[start:i] if not _ASSIGNMENT.match(w)]
+        i += 1
+        if not simple or simple[0].rsplit("/", 1)[-1] not in _MANAGERS:
+            continue
+        rest = [w for w in simple[1:] if not w.startswith("-")]
+        if not rest:
+            continue
+        if rest[0] in _TEST_WORDS:
+            names.append("test")
+        elif rest[0] in _RUN_WORDS and len(rest) > 1:
+            names.append(rest[1])
+        elif simple[0].rsplit("/", 1)[-1] != "npm" and rest[0] in scripts:
+            names.append(rest[0])
+    return names
+
+
+def package_scripts(commands: Iterable[str], *package_jsons: str | None) -> list[str]:
+    """The scripts that `commands` run through a package manager, in each version of
+    package.json given (the baseline's, then the submission's: a test script the submission
+    rewrote runs its files too), each with its `pre` and `post` script and those the scripts
+    run in turn (each once), in order, at most MAX_SCRIPTS."""
+    commands = list(commands)
+    out: list[str] = []
+    for text in package_jsons:
+        out += _scripts_run(commands, _scripts(text))
+    return list(dict.fromkeys(out))[:MAX_SCRIPTS]
+
+
+def _scripts(package_json: str | None) -> dict[str, str]:
+    try:
+        data = json.loads(package_json) if package_json else None
+    except ValueError:
+        return {}
+    raw = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _scripts_run(commands: list[str], scripts: Mapping[str, str]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    queue = list(commands)
+    while queue and len(out) < MAX_SCRIPTS:
+        for name in _script_names(queue.pop(0), scripts):
+            for each in (f"pre{name}", name, f"post{name}"):
+                if each in scripts and each not in seen:
+                    seen.add(each)
+                    out.append(scripts[each][:SCRIPT_CHARS])
+                    queue.append(scripts[each])
+    return out
+
+
+def check_commands(commands: Iterable[str], evidence: BaselineEvidence | None) -> list[str]:
+    """What the checks run: their commands, and the package.json scripts the verifier found
+    they run at the baseline."""
+    return [*commands, *(evidence.scripts if evidence is not None else [])]
 
 
 def protect_globs(protect: Sequence[str] | None, commands: Iterable[str]) -> list[str]:
@@ -217,16 +356,23 @@ def protected(
 
 # -- test files -------------------------------------------------------------------------------
 
+_JS = r"\.(js|mjs|cjs|jsx|ts|mts|cts|tsx)\Z"
 _TEST_FILE = re.compile(
-    r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|conftest\.py)\Z"
+    r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py\Z"
     r"|(^|/)[^/]+\.(test|spec)\.[A-Za-z0-9]+\Z"
-    r"|(^|/)[^/]+[_-]test\.(js|mjs|cjs|ts|mts|cts|jsx|tsx)\Z"
-    r"|(^|/)test(-[^/]*)?\.(js|mjs|cjs|ts|mts|cts)\Z"
-    r"|(^|/)__tests__/"
+    rf"|(^|/)[^/]+[_-]test{_JS}"
+    rf"|(^|/)test(-[^/]*)?{_JS}"
+    # node --test runs every script under a `test` directory, whatever its name
+    rf"|(^|/)test/(.+/)?[^/]+{_JS}"
+    # jest's directory: its scripts, snapshots and fixtures alike (Python files there are not
+    # pytest's tests)
+    r"|(^|/)__tests__/.*(?<!\.py)(?<!\.pyw)\Z"
 )
 
 
 def is_test_file(path: str) -> bool:
+    """Whether a runner collects `path` as a test by its naming rules (the module docstring
+    lists them; the screen skips the same files)."""
     return _TEST_FILE.search(path) is not None
 
 

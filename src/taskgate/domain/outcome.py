@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskgate.domain.baseline import BaselineEvidence, protect_globs, protected
+from taskgate.domain.baseline import BaselineEvidence, check_commands, protect_globs, protected
 from taskgate.domain.models import (
     Criterion,
     CriterionKind,
@@ -493,7 +493,9 @@ def held_paths(
     paths past the cut)."""
     if config is None or baseline is None:
         return []
-    globs = protect_globs(config.protect, [c.command for c in config.checks.values()])
+    globs = protect_globs(
+        config.protect, check_commands([c.command for c in config.checks.values()], baseline)
+    )
     if not globs:
         return []
     changed = [p for p in baseline.changed if not config.replaced_before_checks(p)]

@@ -28,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from taskgate.domain import baseline
+
 # rule id -> what it means, for the reason a human reads and for `screen_allow`.
 RULES: dict[str, str] = {
     "py.frame": "reads the call stack or a caller's frame (inspect, sys._getframe, f_back/f_locals/f_globals, traceback, gc.get_referrers)",
@@ -43,34 +45,22 @@ RULES: dict[str, str] = {
     "js.require_cache": "reads or edits the module cache (require.cache, Module._cache, Module._load)",
     "js.dynamic": "runs code built at run time (eval, new Function)",
     "js.test_env": "looks at the test runner (NODE_TEST_CONTEXT, JEST_WORKER_ID, VITEST)",
+    "js.assert": "changes the assertion library (assigns to node:assert's or expect's members)",
     "js.test_files": "reads test files",
 }
 
 PY_SUFFIXES = (".py", ".pyw")
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 
-# What counts as a test file: the runners' own naming rules. pytest's default python_files
-# (test_*.py, *_test.py) and conftest.py, by name only: a helper module under tests/ is not a
-# test, and code the submission hides there and imports is screened. JavaScript: node --test's
-# patterns (a `test` directory, *.test.*, *-test.*, *_test.*, test-*.*, test.*), jest's
-# `__tests__` and *.spec.*.
-_PY_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")
-_JS_TEST_DIRS = {"test", "__tests__"}
-_JS_TEST_NAMES = ("*.test.*", "*.spec.*", "*_test.*", "*-test.*", "test-*.*", "test.*")
-
 
 def is_test_file(path: str, extra_dirs: Sequence[str] = ()) -> bool:
-    """True for a file its test runner reads as a test, or one under `extra_dirs` (where hidden
-    tests are placed)."""
+    """True for a file its test runner reads as a test (baseline.is_test_file: the runners'
+    naming rules, one place for every rule that asks), or one under `extra_dirs` (where hidden
+    tests are placed). By name only: a helper module under tests/ is not a test, and code the
+    submission hides there and imports is screened."""
     if any(path.startswith(d.rstrip("/") + "/") for d in extra_dirs if d):
         return True
-    parts = path.split("/")
-    name = parts[-1]
-    if name.endswith(PY_SUFFIXES):
-        return any(fnmatch.fnmatchcase(name, pat) for pat in _PY_TEST_NAMES)
-    if any(p in _JS_TEST_DIRS for p in parts[:-1]):
-        return True
-    return any(fnmatch.fnmatchcase(name, pat) for pat in _JS_TEST_NAMES)
+    return baseline.is_test_file(path)
 
 
 # A string that names a test path: a test directory, a test file, conftest.
@@ -124,7 +114,8 @@ def screen(
 ) -> list[Hit]:
     """The hits among the added lines of `files` (test files skipped), in path and line order.
     `test_dirs`: more directories whose files are tests (where hidden tests are placed);
-    `package_json`: the submission's top-level package.json, for its `bin` files."""
+    `package_json`: the baseline's top-level package.json, for its `bin` files (a `bin` the
+    submission declares is screened: it could name its library a command line)."""
     bins = _bin_files(package_json)
     hits: list[Hit] = []
     for f in files:
@@ -429,6 +420,15 @@ _JS_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("js.dynamic", re.compile(r"(?<![\w.])eval\s*\(|\bnew\s+Function\s*\(")),
     ("js.test_env", re.compile(r"\b(NODE_TEST_CONTEXT|JEST_WORKER_ID|VITEST)\b")),
+    # `assert.strictEqual = () => {}` in a module the tests import makes every assertion pass.
+    (
+        "js.assert",
+        re.compile(
+            r"(?:\b(?:assert|expect)\b|\brequire\s*\(\s*['\"`](?:node:)?assert(?:/strict)?['\"`]\s*\))"
+            r"\s*(?:\.\s*\w+|\[[^\]]+\])\s*=(?![=>])"
+            r"|\bObject\s*\.\s*(?:assign|defineProperty|defineProperties|setPrototypeOf)\s*\(\s*(?:assert|expect)\b"
+        ),
+    ),
 ]
 _COMMENT = re.compile(r"^\s*(//|/\*|\*)")
 

@@ -342,6 +342,18 @@ def _matches(nodes: list[_Node]) -> str:
     return count(tests, "test") if tests else count(groups, "group")
 
 
+def failed_names(report: Report) -> list[str]:
+    """One name per failed testcase of a report (a test that failed twice is named twice), each
+    the test's full name as a result gives it: node's `slugify > keeps digits`, not its
+    placeholder classname `test.keeps digits`."""
+    return [
+        _failure(node).name
+        for node in _index(report).root.tests()
+        for run in node.runs
+        if run.outcome is TestOutcome.FAILED
+    ]
+
+
 def match(report: Report, ref: str) -> RefResult:
     """The evidence a report holds for one verify_ref (the module docstring is the rule)."""
     index = _index(report)

@@ -12,7 +12,7 @@ from typing import Any
 from taskgate.domain import baseline as baseline_rules
 from taskgate.domain import commit_ids
 from taskgate.domain import outcome as rules
-from taskgate.domain.baseline import BaselineEvidence, protect_globs
+from taskgate.domain.baseline import BaselineEvidence, check_commands, protect_globs
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
@@ -603,7 +603,8 @@ def finish(
         new = new.model_copy(update={"needs_human": held_for})
     kept_baseline = None
     if baseline is not None:
-        globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()]) if cfg else []
+        commands = check_commands([c.command for c in cfg.checks.values()], baseline) if cfg else []
+        globs = protect_globs(cfg.protect, commands) if cfg else []
         kept_baseline = baseline_rules.run_record(
             baseline, globs, verdict.held, allowed.model_dump(mode="json") if allowed is not None else None
         )

@@ -34,6 +34,7 @@ from taskgate.domain.baseline import (
     BaselineEvidence,
     harness_part,
     is_test_file,
+    package_scripts,
     protect_globs,
     protected,
 )
@@ -49,9 +50,9 @@ from taskgate.domain.outcome import (
     Restored,
     ScreenHit,
 )
-from taskgate.domain.reports import Report, ReportError, TestCase, TestOutcome
+from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.runners import runner_line
-from taskgate.domain.testrefs import match_reports
+from taskgate.domain.testrefs import failed_names, match_reports
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, environment_failure, fails_on_baseline, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
@@ -262,7 +263,11 @@ class Runner:
             if p in lines and (text := read_committed(co, p)) is not None
         ]
         found = screen.screen(
-            files, allow=cfg.screen_allow, test_dirs=into, package_json=read_committed(co, "package.json")
+            files,
+            allow=cfg.screen_allow,
+            test_dirs=into,
+            # The baseline's bins: the submission's own package.json could name its library one.
+            package_json=co.read_at(base, "package.json"),
         )
         for h in found:
             self.progress(f"screen: {h.quoted()}")
@@ -589,12 +594,12 @@ class Runner:
                 self.progress(f"report {name}: {check.report.path} was last written before the check started")
                 continue
             reports[name] = read.report
-            failing = [t for t in read.report.all_tests() if t.outcome is TestOutcome.FAILED]
+            failing = failed_names(read.report)
             g.checks[name] = g.checks[name].model_copy(
                 update={
                     "report_sha256": read.sha256,
                     "report_failed": len(failing),
-                    "report_failed_names": [_test_name(t) for t in failing[:REPORT_FAILED_LISTED]],
+                    "report_failed_names": failing[:REPORT_FAILED_LISTED],
                 }
             )
             self.progress(f"report {name}: {check.report.path} read (sha256 {read.sha256})")
@@ -659,7 +664,11 @@ class Runner:
                 if (name := p.rsplit("/", 1)[-1]) in SCOPED
                 and harness_part(name, co.read_at(base, p)) == harness_part(name, co.read_at(None, p))
             ]
-            globs = protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])
+            commands = [c.command for c in cfg.checks.values()]
+            scripts = package_scripts(
+                commands, co.read_at(base, "package.json"), co.read_at(None, "package.json")
+            )
+            globs = protect_globs(cfg.protect, [*commands, *scripts])
             held = [p for p in protected(listed, globs, unchanged) if not cfg.replaced_before_checks(p)]
             diff = co.diff_from(base, held) if held else ""
         except CheckoutError as exc:
@@ -675,6 +684,7 @@ class Runner:
             changed_total=len(changed),
             harness_unchanged=unchanged,
             diff=diff[:DIFF_MAX_CHARS],
+            scripts=scripts,
         )
         where = f"{base.branch} at {base.commit[:12]}" if base.commit else f"none ({base.why})"
         said = f"; protected: {', '.join(held)}" if held else ""
@@ -855,10 +865,6 @@ def _claimed_base(work: dict[str, Any]) -> ClaimedBase | None:
     if not isinstance(branch, str) or not isinstance(commit, str) or not FULL_COMMIT.match(commit):
         return None
     return ClaimedBase(branch, commit)
-
-
-def _test_name(t: TestCase) -> str:
-    return f"{t.classname}.{t.name}" if t.classname else t.name
 
 
 def occupied(root: Path, rel: str, *, parents_only: bool = False) -> str | None:
