@@ -177,6 +177,32 @@ def test_a_verified_task_goes_stale_and_is_verified_again_by_itself(live: Live, 
     assert gate.detail(keep)["task"]["attempts_used"] == 1
 
 
+def test_a_break_names_only_the_work_accepted_since_its_verdict_last_held(live: Live, tmp_path: Path) -> None:
+    """A passing re-verification moves the verdict onto the new tip: work accepted before it is
+    in the base the verdict held for, so the finding does not blame it."""
+    gate = conf_gate(live, tmp_path)
+    repo = gate.repo
+    fork = git(repo.path, "rev-parse", "HEAD")
+    keep, early = gate.task([USE]), gate.task([USE])
+    gate.submit(keep, on_branch(repo, "keep", fork, {"test_use.py": USES}))
+    gate.submit(early, on_branch(repo, "early", fork, {"test_use.py": USES + "# early\n"}))
+    assert sorted(x["verdict"] for x in gate.verify_json()) == ["passed", "passed"]
+    accept(gate, early)
+    repo.commit({"README": "hello\n"}, "docs")  # keep's verdict is stale, then holds again
+    assert [(x["task_id"], x["verdict"]) for x in gate.verify_json()] == [(keep, "passed")]
+    late = gate.task([USE])
+    gate.submit(
+        late, on_branch(repo, "late", git(repo.path, "rev-parse", "main"), {"test_use.py": USES + "# late\n"})
+    )
+    assert [(x["task_id"], x["verdict"]) for x in gate.verify_json()] == [(late, "passed")]
+    accept(gate, late)
+    repo.commit({"conf.py": RENAMED, "test_conf.py": RENAMED_TEST}, "rename")
+    lines = {x["task_id"]: x["verdict"] for x in gate.verify_json()}
+    assert lines[keep] == "failed", lines
+    finding = gate.detail(keep)["task"]["findings"][-1]["summary"]
+    assert f"accepted since: {late} (" in finding and early not in finding, finding
+
+
 def _post(url: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     req = urllib.request.Request(
         url, json.dumps(body).encode(), {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}

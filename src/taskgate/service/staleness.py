@@ -5,13 +5,14 @@ another tip, and what a re-verification on the new tip does to them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from taskgate.domain import outcome as rules
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import invalid
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_on
-from taskgate.domain.models import Project, Status, Task
+from taskgate.domain.models import Project, Status, Task, VerificationRun
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.service import records
@@ -136,7 +137,7 @@ def reverify_action(verdict: rules.Outcome) -> Action:
 def breaks_on_new_base(ctx: Context, task: Task, base: MergedBase | None, summary: str) -> str:
     """A re-verification's failure, said as one: it breaks on the new base, and which accepted
     tasks' commits the base gained since the task was verified (those the server knows)."""
-    since = task.status_changed_at
+    since = _verdict_read_at(ctx, task)
     gained = sorted(
         (t for t in ctx.tasks_in_status(task.project, Status.DONE) if t.status_changed_at >= since),
         key=lambda t: t.status_changed_at,
@@ -152,6 +153,20 @@ def breaks_on_new_base(ctx: Context, task: Task, base: MergedBase | None, summar
     if named:
         text += "; accepted since: " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
     return f"{text}: {summary}"
+
+
+def _verdict_read_at(ctx: Context, task: Task) -> datetime:
+    """When the base the verdict holds for was read: the start of the newest run that reached it
+    (a passing re-verification moves the verdict's base, not the task's status time)."""
+    items = ctx.all_pages(
+        lambda c: ctx.store.query(records.task_pk(task.id), sk_prefix="R#", limit=200, cursor=c)
+    )
+    held = [
+        run.started_at
+        for run in (records.load(VerificationRun, i) for i in items)
+        if run.status == "passed" and run.batch is None and run.base == task.verified_base
+    ]
+    return max(held, default=task.status_changed_at)
 
 
 def accept_warning(project: Project, task: Task) -> str:
