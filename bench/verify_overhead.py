@@ -19,10 +19,12 @@ tests as a group (--ref, default the first `tests/test_*.py`). Each run verifies
 submissions, each branched from main:
 - `lib`: a line added to a library module, no test file touched: no rule needs a second run;
 - `test`: a test added beside the named ones, in the named tests' file: the named tests are then
-  judged by the baseline's version of that file, a second run of the checks.
+  judged by the baseline's version of that file, a second run of the checks;
+- `other`: a test added to another test file, one no criterion names: no rule needs a second run.
 Prints one line per submission, then the baseline (the check by hand in a plain clone),
 `overhead_share` (the `lib` runs, as above; goal <= 0.10), `second_run_s` (median time of the
-second run), and `second_run_ratio=<median total of test runs / median total of lib runs>`.
+second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, and
+`unneeded_second_runs=<other runs that ran a second run>/<other runs>` (goal 0).
 """
 
 from __future__ import annotations
@@ -276,21 +278,26 @@ def third_party(args: argparse.Namespace) -> None:
         library = next(p for p in tracked if not p.startswith(args.tests) and not p.split("/")[-1].startswith(
             ("test_", "setup", "conftest")))  # fmt: skip
         lib = branch(repo, "lib", library, "\n# a submission's line: no test file changes\n")
-        test = branch(
-            repo, "test", named, "\n\ndef test_a_submissions_own_addition():\n    assert 1 + 1 == 2\n"
-        )
+        addition = "\n\ndef test_a_submissions_own_addition():\n    assert 1 + 1 == 2\n"
+        test = branch(repo, "test", named, addition)
+        unnamed = next(p for p in test_files if p != named)
+        other = branch(repo, "other", unnamed, addition)
         check = THIRD_PARTY_CHECK.format(tests=args.tests)
-        key, ids = seed(work / "data", repo, [lib, test] * args.runs, check=check, ref=ref)
-        print(f"repo={args.repo} ref={ref} lib_edit={library} test_edit={named}", flush=True)
+        key, ids = seed(work / "data", repo, [lib, test, other] * args.runs, check=check, ref=ref)
+        print(
+            f"repo={args.repo} ref={ref} lib_edit={library} test_edit={named} other_edit={unnamed}",
+            flush=True,
+        )
         proc, env = started(work / "data", key)
         direct: list[float] = []
-        totals: dict[str, list[float]] = {"lib": [], "test": []}
+        totals: dict[str, list[float]] = {"lib": [], "test": [], "other": []}
         shares: list[float] = []
         second: list[float] = []
+        unneeded = 0
         try:
             for i in range(args.runs):
                 direct.append(direct_check(repo, work, check))  # interleaved with the verifier's runs
-                for kind, tid in (("lib", ids[2 * i]), ("test", ids[2 * i + 1])):
+                for kind, tid in zip(("lib", "test", "other"), ids[3 * i : 3 * i + 3], strict=True):
                     line, process_s = verify(tid, env)
                     t = line["timings"]
                     if line["verdict"] != "passed":
@@ -298,8 +305,10 @@ def third_party(args: argparse.Namespace) -> None:
                     totals[kind].append(t["total_s"])
                     if kind == "lib":
                         shares.append((t["total_s"] - t["checks_own_s"]) / t["checks_own_s"])
-                    else:
+                    elif kind == "test":
                         second.append(t.get("second_run_s", 0.0))
+                    else:
+                        unneeded += "second_run_s" in t
                     print(f"run={i + 1} kind={kind} verdict={line['verdict']} {phases(t)} "
                           f"process_s={process_s:.3f}", flush=True)  # fmt: skip
         finally:
@@ -311,6 +320,7 @@ def third_party(args: argparse.Namespace) -> None:
         print(f"overhead_share={statistics.median(shares):.3f}")
         print(f"second_run_s={statistics.median(second):.3f}")
         print(f"second_run_ratio={statistics.median(totals['test']) / statistics.median(totals['lib']):.3f}")
+        print(f"unneeded_second_runs={unneeded}/{len(totals['other'])}")
 
 
 def main() -> None:
