@@ -1,6 +1,6 @@
 """A fleet landing on one main: what verifying each submission merged onto the base tip buys.
 
-    python bench/merge_fleet.py [--modes none,merge] [--agents 16] [--jobs 2] [--rounds 60]
+    python bench/merge_fleet.py [--modes none,merge,merge-batch] [--agents 16] [--jobs 2] [--rounds 60]
 
 One small repository whose 16 tasks touch shared files, the way a fleet's tasks do:
 - 5 stand alone (a module and its test each);
@@ -22,11 +22,16 @@ and tells the server the base moved (the push-webhook route a git host calls). A
 conflicts or leaves main's checks failing is counted, undone, and the task reopened with a
 finding. Rounds repeat until every task has landed with main green, or --rounds.
 
+`merge-batch` (not run by default) is `merge` with a hastier human: each round, every verified
+task is accepted in one batch, stale verdicts included (the server accepts them and says they are
+stale, accept_stale being true by default), then all are landed.
+
 Prints one line per mode (what landed, runs and re-verification runs per accepted task, how many
 accepted tasks conflicted at landing or broke main), then:
     broke_main_none=<n>  broke_main_merge=<n> (goal 0)
     stale_runs_per_accepted=<re-verification runs per accepted task, merge mode>
     runs_ratio=<verification runs per landed task, merge / none>
+and, with merge-batch, `broke_main_merge_batch=<n> stale_warnings=<n>`.
 """
 
 from __future__ import annotations
@@ -285,6 +290,7 @@ class Tally:
     conflicted_at_landing: int = 0  # accepted, and the human's merge onto main conflicted
     first_round_broke: int = 0  # of the first round's verified submissions (all verified alone)
     requeued: int = 0  # needs_human answered with requeue
+    stale_warnings: int = 0  # "its verdict is stale", said by a batch acceptance
     runs: int = 0
     reverify_runs: int = 0
     conflict_runs: int = 0
@@ -302,7 +308,7 @@ class Tally:
             f"conflict_runs={self.conflict_runs} failed_runs={self.failed_runs} "
             f"attempts_used={self.attempts_used} accepted={self.accepted} broke_main={self.broke_main} "
             f"conflicted_at_landing={self.conflicted_at_landing} first_round_broke={self.first_round_broke} "
-            f"requeued={self.requeued} runs_per_landed={per:.2f} stale_runs_per_accepted={stale:.2f} "
+            f"requeued={self.requeued} stale_warnings={self.stale_warnings} runs_per_landed={per:.2f} stale_runs_per_accepted={stale:.2f} "
             f"wall_s={self.wall_s:.1f}"
         )
 
@@ -317,7 +323,8 @@ class Fleet:
         self.verifier_key, _ = live.key(f"ci-{mode}", kind="verifier", verifier_kind="local",
                                         projects=[self.project])  # fmt: skip
         check = {"command": CHECK, "report": {"path": "reports/junit.xml", "format": "junit"}}
-        config = {"check_timeout_minutes": 2, "checks": {"unit": check}, "merge": mode}
+        self.batch = mode.endswith("-batch")
+        config = {"check_timeout_minutes": 2, "checks": {"unit": check}, "merge": mode.removesuffix("-batch")}
         live.ok("PUT", f"/api/projects/{self.project}/verifier-config", config)
         live.ok("PUT", f"/api/projects/{self.project}/verification", {"on": True})
         self.ids: list[str] = []
@@ -402,10 +409,11 @@ class Fleet:
         failing = [ln for ln in done.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
         return done.returncode == 0, "; ".join(failing)[:500]
 
-    def land(self, tid: str, sha: str, first_round: bool) -> None:
+    def land(self, tid: str, sha: str, first_round: bool, *, accepted: bool = False) -> None:
         """Accept, merge into main, check main; a landing that conflicts or breaks is undone and
         the task reopened with what happened."""
-        self.live.ok("POST", f"/api/tasks/{tid}/accept")
+        if not accepted:
+            self.live.ok("POST", f"/api/tasks/{tid}/accept")
         self.tally.accepted += 1
         with self.lock:
             before = git(self.repo, "rev-parse", "main")
@@ -432,7 +440,7 @@ class Fleet:
         self.live.ok("POST", f"/api/tasks/{tid}/reopen", {"findings": [finding]})
 
     def _tell_base_moved(self) -> None:
-        if self.mode == "none":
+        if self.mode == "none":  # the verifier does not follow main's tip then
             return
         tip = git(self.repo, "rev-parse", "main")
         r = self.live.rest("POST", f"/api/verifier/projects/{self.project}/base",
@@ -451,11 +459,29 @@ class Fleet:
                 (t for t in shown.values() if t["status"] == "verified" and not t["stale"]),
                 key=lambda t: t["status_changed_at"],
             )
+            if self.batch:
+                self.accept_all(shown, first_round)
+                return
             if not fresh:
                 return
             t = fresh[0]
             sub = t["attempts"][-1]["submission"]
             self.land(t["id"], sub.get("resolved_commit") or sub["commit_sha"], first_round)
+
+    def accept_all(self, shown: dict[str, dict[str, Any]], first_round: bool) -> None:
+        """The hasty human: every verified task in one batch acceptance, then each landed."""
+        verified = sorted((t for t in shown.values() if t["status"] == "verified"),
+                          key=lambda t: t["status_changed_at"])  # fmt: skip
+        if not verified:
+            return
+        out = self.live.ok("POST", f"/api/projects/{self.project}/accept",
+                           {"task_ids": [t["id"] for t in verified]})  # fmt: skip
+        if out["refused"]:
+            raise RuntimeError(f"batch acceptance refused: {out['refused']}")
+        self.tally.stale_warnings += sum("its verdict is stale" in w for w in out["warnings"])
+        for t in verified:
+            sub = t["attempts"][-1]["submission"]
+            self.land(t["id"], sub.get("resolved_commit") or sub["commit_sha"], first_round, accepted=True)
 
     def run(self, rounds: int) -> Tally:
         began = time.monotonic()
@@ -507,7 +533,7 @@ def main() -> None:
             print(t.line(), flush=True)
             for b in t.broke:
                 print(f"  broke main: {b}", flush=True)
-        none, merge = tallies.get("none"), tallies.get("merge")
+        none, merge, hasty = tallies.get("none"), tallies.get("merge"), tallies.get("merge-batch")
         if none is not None:
             print(
                 f"broke_main_none={none.broke_main} conflicted_at_landing_none={none.conflicted_at_landing}"
@@ -517,6 +543,8 @@ def main() -> None:
                 f"broke_main_merge={merge.broke_main} conflicted_at_landing_merge={merge.conflicted_at_landing}"
             )
             print(f"stale_runs_per_accepted={merge.reverify_runs / max(1, merge.accepted):.2f}")
+        if hasty is not None:
+            print(f"broke_main_merge_batch={hasty.broke_main} stale_warnings={hasty.stale_warnings}")
         if none is not None and merge is not None and none.landed and merge.landed:
             print(f"runs_ratio={(merge.runs / merge.landed) / (none.runs / none.landed):.2f}")
     finally:
