@@ -298,6 +298,7 @@ class Tally:
     attempts_used: int = 0
     wall_s: float = 0.0
     broke: list[str] = field(default_factory=list)
+    said: dict[str, str] = field(default_factory=dict)  # the first verifier finding of each kind
 
     def line(self) -> str:
         per = self.runs / self.landed if self.landed else float("nan")
@@ -311,6 +312,9 @@ class Tally:
             f"requeued={self.requeued} stale_warnings={self.stale_warnings} runs_per_landed={per:.2f} stale_runs_per_accepted={stale:.2f} "
             f"wall_s={self.wall_s:.1f}"
         )
+
+
+FINDING_KINDS = {"conflict": "merge conflict", "stale and broken": "breaks on the new base"}
 
 
 class Fleet:
@@ -501,6 +505,10 @@ class Fleet:
         for tid in self.ids:
             detail = self.task(tid)
             self.tally.attempts_used += detail["task"]["attempts_used"]
+            for f in detail["task"]["findings"]:
+                for kind, mark in FINDING_KINDS.items():
+                    if mark in f["summary"]:
+                        self.tally.said.setdefault(kind, f"{tid}: {f['summary']}")
             for run in detail["runs"]:
                 self.tally.runs += 1
                 self.tally.reverify_runs += bool(run.get("reverify"))
@@ -533,6 +541,8 @@ def main() -> None:
             print(t.line(), flush=True)
             for b in t.broke:
                 print(f"  broke main: {b}", flush=True)
+            for kind, text in sorted(t.said.items()):
+                print(f"  finding ({kind}): {text}", flush=True)
         none, merge, hasty = tallies.get("none"), tallies.get("merge"), tallies.get("merge-batch")
         if none is not None:
             print(
