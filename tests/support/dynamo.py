@@ -117,6 +117,23 @@ def dynamodb_store(serialized: bool = False) -> Iterator[DynamoDBStore]:
             client.close()
 
 
+def moto_table_items(store: DynamoDBStore) -> list[dict[str, Any]]:
+    """Every item of the store's table as a scan returns it (attribute name -> {type: value}),
+    read from moto's in-memory backend.
+
+    Why not a scan: moto serializes every item of every page on each call, which made a
+    before-and-after scan of a grown table most of a model-test step. This reads the same
+    items without the wire format; `test_moto_backend_reads_what_a_scan_reads` keeps the two
+    equal, so a moto release that changes its internals fails there, not silently here."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    client: Any = store._client
+    region = client.meta.region_name if hasattr(client, "meta") else REGION
+    table = dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(store.table_name)
+    return [item.to_json()["Attributes"] for item in table.all_items()]
+
+
 def sqlite_store(tmp_path: Path) -> SQLiteStore:
     """A SQLiteStore on a real file (WAL needs one) under tmp_path; the caller closes it."""
     return SQLiteStore(tmp_path / f"taskgate-{uuid.uuid4().hex[:8]}.db")
