@@ -50,6 +50,13 @@ def run(adapter: str, target: int, per_example: int) -> tuple[Recorder, float]:
                 suppress_health_check=list(HealthCheck),
             ),
         )
+        # So far, on stderr: a run stopped before its target still says how far it got.
+        print(
+            f"  ... {NAMES[adapter]} steps={recorder.steps} divergences={len(recorder.divergences)} "
+            f"seconds={time.perf_counter() - started:.0f}",
+            file=sys.stderr,
+            flush=True,
+        )
     return recorder, time.perf_counter() - started
 
 

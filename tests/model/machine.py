@@ -320,10 +320,13 @@ class ModelMachine(RuleBasedStateMachine):
         if verification_on:
             self.board("verification_on", "alice", 3, "v1", True)
         # Two of them claimed and submitted, so that most examples reach verdicts, conflicts and
-        # stale verdicts within their steps.
+        # stale verdicts within their steps (every step here is compared like any other).
         for t in (0, 1):
             self._claim(ref.Caller("e2"), t, None)
             self._holder("submit", t, 0, "other", False, 1, 0)
+        if verification_on:  # and one verified, so that main moving makes a stale verdict at once
+            self._verify_start(ref.Caller("v1"), 0)
+            self._verify_finish(self.model.runs[-1], "pass", False)
 
     def _mint(self, key: ref.Key) -> None:
         if key.kind == "agent":
@@ -1318,20 +1321,33 @@ class ModelMachine(RuleBasedStateMachine):
             and any(t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED) for t in self.model.tasks)
         )
     )
-    @rule(i=wide, choice=st.integers(0, 11))
-    def verifier_at_work(self, i: int, choice: int) -> None:
-        """The next step for a task that waits for a verdict or holds one: runs started and
-        finished, main moving under verified work, stale verdicts re-verified, and now and then
-        an acceptance, so that conflicts and stale verdicts come up in most examples, not only
-        when `progress` happens to pick such a task."""
+    @rule(i=wide, choice=st.integers(0, 11), rounds=st.integers(1, 4))
+    def verifier_at_work(self, i: int, choice: int, rounds: int) -> None:
+        """A verifier's few next steps on one task that waits for a verdict or holds one, each
+        compared on its own: runs started and finished, main moving under verified work, stale
+        verdicts re-verified, now and then an acceptance. So conflicts and stale verdicts come
+        up in most examples, not only when `progress` happens to pick such a task."""
         if self.diverged:
             return  # this example ended at a divergence (record mode)
-        waiting = [t for t in self.model.tasks if t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED)]
-        t = waiting[i % len(waiting)]
-        if t.status == ref.VERIFIED and choice < 9:
-            self._reverify_step(t, choice)
-        else:
-            self._next_step(t, choice)
+        waiting = [t.label for t in self.model.tasks if t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED)]
+        label = waiting[i % len(waiting)]
+        for k in range(rounds):
+            t = self.model.tasks[label]  # a refused step puts back the model it cloned: read again
+            if (
+                self.diverged
+                or not self.model.verification_on
+                or t.status
+                not in (
+                    ref.NEEDS_VERIFICATION,
+                    ref.VERIFIED,
+                )
+            ):
+                return
+            c = (choice + 5 * k) % 12
+            if t.status == ref.VERIFIED and c < 9:
+                self._reverify_step(t, c)
+            else:
+                self._next_step(t, c)
 
     # ---- rules: time and reads -----------------------------------------------------------
 
