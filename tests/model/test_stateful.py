@@ -95,6 +95,6 @@ def test_the_model_catches_a_planted_defect(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(lifecycle, "TABLE", rows)
     recorder = Recorder()
     machine = machine_for("sqlite", strict=False, recorder=recorder)
-    run_state_machine_as_test(machine, settings=_settings(20, 60, phases=[Phase.generate]))
+    run_state_machine_as_test(machine, settings=_settings(30, 60, phases=[Phase.generate]))
     kinds = recorder.kinds()
     assert any(k.startswith("after release by") for k in kinds), kinds
