@@ -1,6 +1,6 @@
 """The model-based check at length: the reference model and the real services side by side.
 
-    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 1000] [--steps-per-example 100]
+    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 10000] [--steps-per-example 100]
                                 [--details]
 
 Runs Hypothesis state machines (tests/model/machine.py) in record mode: a divergence ends its
@@ -86,7 +86,7 @@ def merge_moves(rec: Recorder) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sqlite-steps", type=int, default=10_000)
-    ap.add_argument("--dynamodb-steps", type=int, default=1_000)
+    ap.add_argument("--dynamodb-steps", type=int, default=10_000)
     ap.add_argument("--steps-per-example", type=int, default=100)
     ap.add_argument("--details", action="store_true", help="print the last steps of one example per kind")
     args = ap.parse_args()

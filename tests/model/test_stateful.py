@@ -1,7 +1,7 @@
 """The services follow the reference model, step by step, on both adapters (CI profile).
 
-The long run is `bench/model_check.py` (10,000+ steps on SQLite, 1,000+ on DynamoDB/moto, every
-divergence counted by kind). Here: a short, derandomized profile that fails on the first
+The long run is `bench/model_check.py` (10,000+ steps on each adapter, every divergence counted
+by kind). Here: a short, derandomized profile that fails on the first
 divergence, with Hypothesis shrinking it to a minimal sequence of steps.
 """
 
