@@ -8,7 +8,7 @@ from taskgate.domain.models import Task
 from taskgate.service import records
 from taskgate.store.dynamodb import DynamoDBStore
 from taskgate.store.port import Put
-from tests.support.dynamo import dynamodb_store, moto_table_items
+from tests.support.dynamo import dynamodb_store, moto_get_many, moto_table_items
 from tests.support.world import World, dump
 
 
@@ -55,3 +55,19 @@ def test_moto_backend_reads_what_a_scan_reads() -> None:
         loaded = records.load(Task, store.get(*records.task_key(task.id)))  # type: ignore[arg-type]
         assert loaded.description == "x" * 20_000
         assert [r[:2] for r in rows] == [_key(i) for i in scanned]
+
+
+def test_moto_backend_gets_what_the_store_gets() -> None:
+    with dynamodb_store() as store:
+        world = World(store)
+        world.project()
+        tasks = [world.task(), world.task()]
+        big = tasks[1].model_copy(update={"description": "y" * 20_000})  # stored compressed
+        world.ctx.commit([Put(records.task_item(big), tasks[1].version)])
+        keys = [records.task_key(t.id) for t in tasks] + [
+            ("P#demo", "TASK#00000099"),
+            records.project_key("demo"),
+        ]
+        fast, real = moto_get_many(store, keys), store.get_many(keys)
+        assert len(real) == 3
+        assert fast == real
