@@ -38,7 +38,8 @@ def run(adapter: str, target: int, per_example: int) -> tuple[Recorder, float]:
         # Ask for about half of what is left, at the average length seen so far (an example ends
         # early at a divergence, and Hypothesis draws lengths up to the step budget).
         average = recorder.steps / recorder.examples if recorder.examples else per_example * 0.75
-        examples = max(1, round((target - recorder.steps) / average / 2))
+        # At most 10 examples a batch, so the progress line comes every minute or so.
+        examples = min(10, max(1, round((target - recorder.steps) / average / 2)))
         run_state_machine_as_test(
             machine,
             settings=settings(
