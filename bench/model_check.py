@@ -1,12 +1,13 @@
 """The model-based check at length: the reference model and the real services side by side.
 
-    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 1000] [--steps-per-example 100]
+    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 10000] [--steps-per-example 100]
                                 [--details]
 
 Runs Hypothesis state machines (tests/model/machine.py) in record mode: a divergence ends its
 example and is counted; generation goes on until each adapter has run its steps. Prints one line
-per adapter, then one line per distinct divergence kind (--details: with the last steps of one
-example of it), and last:
+per adapter, how often the merge and staleness moves succeeded on it (a conflict sending a task
+back, a verdict going stale and re-verified, each end of a re-verification), then one line per
+distinct divergence kind (--details: with the last steps of one example of it), and last:
     steps=<total> divergences=<k>
 SQLite runs on a real file; DynamoDB on moto (slow: moto deep-copies per transaction item).
 """
@@ -37,7 +38,8 @@ def run(adapter: str, target: int, per_example: int) -> tuple[Recorder, float]:
         # Ask for about half of what is left, at the average length seen so far (an example ends
         # early at a divergence, and Hypothesis draws lengths up to the step budget).
         average = recorder.steps / recorder.examples if recorder.examples else per_example * 0.75
-        examples = max(1, round((target - recorder.steps) / average / 2))
+        # At most 10 examples a batch, so the progress line comes every minute or so.
+        examples = min(10, max(1, round((target - recorder.steps) / average / 2)))
         run_state_machine_as_test(
             machine,
             settings=settings(
@@ -49,13 +51,43 @@ def run(adapter: str, target: int, per_example: int) -> tuple[Recorder, float]:
                 suppress_health_check=list(HealthCheck),
             ),
         )
+        # So far, on stderr: a run stopped before its target still says how far it got.
+        print(
+            f"  ... {NAMES[adapter]} steps={recorder.steps} divergences={len(recorder.divergences)} "
+            f"seconds={time.perf_counter() - started:.0f}",
+            file=sys.stderr,
+            flush=True,
+        )
     return recorder, time.perf_counter() - started
+
+
+# The moves of verifying on the merge, by the outcome labels the machine records.
+MERGE_MOVES = {
+    "conflict": "verify_finish(conflict, run running) by local-verifier on needs_verification",
+    "base_moved": "base_moved(",
+    "reverify_start": "verify_start(reverify)",
+    "reverify_pass": "verify_finish(pass, run running) by local-verifier on verified",
+    "reverify_fail": "verify_finish(fail, run running) by local-verifier on verified",
+    "reverify_break": "verify_finish(break, run running) by local-verifier on verified",
+    "reverify_conflict": "verify_finish(conflict, run running) by local-verifier on verified",
+    "reverify_error": "verify_finish(error, run running) by local-verifier on verified",
+}
+
+
+def merge_moves(rec: Recorder) -> str:
+    counts = dict.fromkeys(MERGE_MOVES, 0)
+    for label, n in rec.outcomes.items():
+        if label.endswith("-> ok"):
+            for name, prefix in MERGE_MOVES.items():
+                if label.startswith(prefix):
+                    counts[name] += n
+    return " ".join(f"{k}={v}" for k, v in counts.items())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sqlite-steps", type=int, default=10_000)
-    ap.add_argument("--dynamodb-steps", type=int, default=1_000)
+    ap.add_argument("--dynamodb-steps", type=int, default=10_000)
     ap.add_argument("--steps-per-example", type=int, default=100)
     ap.add_argument("--details", action="store_true", help="print the last steps of one example per kind")
     args = ap.parse_args()
@@ -69,6 +101,7 @@ def main() -> None:
             f"divergences={len(rec.divergences)} seconds={seconds:.1f} steps_per_s={rec.steps / seconds:.1f}",
             flush=True,
         )
+        print(f"  ok: {merge_moves(rec)}", flush=True)
         for kind, count in rec.kinds().most_common():
             print(f"  {count:4d} {kind}")
             if args.details:

@@ -12,7 +12,7 @@ exactly n of the cascade's tasks moved. The test checks the data dir shows the c
 
 from __future__ import annotations
 
-import contextlib
+import http.client
 import json
 import signal
 import sqlite3
@@ -148,14 +148,29 @@ def mcp_call(server: Server, key: str, tool: str, **arguments: Any) -> dict[str,
     return result
 
 
-def fire_and_forget(fn: Callable[[], Any]) -> None:
-    """Run the request that trips the fault hook: the server dies before it answers."""
+def fire_and_forget(fn: Callable[[], Any]) -> Callable[[], list[BaseException]]:
+    """Run the request that trips the fault hook: the server dies before it answers. Returns a
+    call that waits for the request and gives what it met other than the connection going away
+    (an answer instead of a death shows up there, and `killed` fails too)."""
+    met: list[BaseException] = []
 
     def go() -> None:
-        with contextlib.suppress(httpx2.TransportError, OSError, AssertionError):
+        try:
             fn()
+        except (httpx2.TransportError, OSError, http.client.HTTPException):
+            pass  # the server died mid-request: what the hook is for
+        except BaseException as exc:  # handed to the test thread, which fails with it
+            met.append(exc)
 
-    threading.Thread(target=go, daemon=True).start()
+    thread = threading.Thread(target=go, daemon=True)
+    thread.start()
+
+    def outcome() -> list[BaseException]:
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the request that trips the fault never ended"
+        return met
+
+    return outcome
 
 
 def spec_tasks(w: World, *, approved: bool) -> dict[str, Any]:
@@ -220,8 +235,9 @@ def test_a_kill_in_the_middle_of_a_cascade_is_repaired_on_restart(tmp_path: Path
     ctx = prepare(data, case["build"])
     server = start(data, env={"TASKGATE_FAULT": f"{case['point']}@{KILL_AT}"})
     try:
-        fire_and_forget(lambda: case["trigger"](server, ctx))
+        outcome = fire_and_forget(lambda: case["trigger"](server, ctx))
         killed(server)
+        assert outcome() == []
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
@@ -268,11 +284,14 @@ def test_kill_9_under_write_load_loses_no_acknowledged_write(tmp_path: Path) -> 
                     {"title": f"w{n}-{i}", "criteria": [{"text": "works"}], "priority": i % 5},
                     token=server.admin_token,
                 )
-            except OSError:
-                return
-            if status == 201:
-                with lock:
+            except (OSError, http.client.HTTPException):
+                return  # the server was killed
+            with lock:
+                if status == 201:
                     created.append(body["task"]["id"])
+                else:  # a wrong answer under load: the test fails with it
+                    failures.append(AssertionError(f"create answered {status}: {body}"))
+                    return
             i += 1
 
     def worker(key: str) -> None:

@@ -33,7 +33,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from taskgate.domain.clock import ManualClock
+from taskgate.domain.entropy import SeededEntropy
 from taskgate.domain.errors import TaskgateError
+from taskgate.domain.ids import parse_spec_id
 from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import (
     AgentRole,
@@ -41,7 +43,9 @@ from taskgate.domain.models import (
     CriterionInput,
     CriterionKind,
     FailureKind,
+    Project,
     Risk,
+    Spec,
     Status,
     Task,
     VerifierKind,
@@ -62,10 +66,11 @@ from taskgate.service import (
 )
 from taskgate.service.context import Context
 from taskgate.service.offers import Offers
+from taskgate.store.dynamodb import DynamoDBStore
 from taskgate.store.port import Store
 from taskgate.store.sqlite import SQLiteStore
 from tests.model import reference as ref
-from tests.support.dynamo import dynamodb_store
+from tests.support.dynamo import dynamodb_store, moto_get_many
 from tests.support.world import SHA, dump
 
 PROJECT = "demo"
@@ -73,6 +78,8 @@ REPORT_PATH = "reports/junit.xml"
 VERIFIER_CONFIG = {
     "checks": {"unit": {"command": "pytest", "report": {"path": REPORT_PATH, "format": "junit"}}}
 }
+# The same checks, accepting no stale verdict until it is re-verified.
+STRICT_CONFIG = {**VERIFIER_CONFIG, "accept_stale": False}
 BAD_CONFIG = {"checks": {"unit": {"command": ""}}}
 LONE_SURROGATE = "title \ud800"
 MAX_TASKS = 24
@@ -109,6 +116,8 @@ class Recorder:
     examples: int = 0
     divergences: list[Divergence] = field(default_factory=list)
     outcomes: Counter[str] = field(default_factory=Counter)  # "<action by role on status> -> <code|ok>"
+    # Each example's path: its steps with both outcomes, then the key and run ids it made.
+    paths: list[tuple[str, ...]] = field(default_factory=list)
 
     def kinds(self) -> Counter[str]:
         return Counter(d.kind for d in self.divergences)
@@ -137,8 +146,11 @@ RESOLUTIONS = ["requeue", "requeue", "block", "revise_spec", "reverify", "cancel
 LEASES = [None, None, None, None, None, 1, 45, 120, 0, 121]
 ADVANCE = [1, 2, 5, 5, 10, 10, 15, 29, 30, 31, 45, 121]
 # The verdicts the progress rule gives a running run (choice 0..11): mostly the ends a fleet
-# sees, and every kind often enough that a short profile reaches each of them.
-VERDICTS = ["pass"] * 5 + ["fail"] * 3 + ["error"] * 2 + ["spec_error", "conflict"]
+# sees, and every kind often enough that a short profile reaches each of them. "break": a check
+# fails while every criterion passes (on a moved base: what the base gained broke it).
+# What a re-verification on a moved base ends with, as the progress rule gives it (choice 0..3).
+REVERIFY_VERDICTS = ["pass", "fail", "break", "conflict"]
+VERDICTS = ["pass"] * 4 + ["fail"] * 2 + ["break", "conflict"] + ["error"] * 2 + ["spec_error", "conflict"]
 # main's tips a verifier may report, and the tree of a merge (the server keeps, never reads it)
 TIPS = ["a0" * 20, "a1" * 20, "a2" * 20]
 TREE = "b0" * 20
@@ -243,7 +255,15 @@ class ModelMachine(RuleBasedStateMachine):
         # Offers on the model's clock, one set per example: the process-wide one runs on real
         # time and is keyed by id(store), which a later example's store may reuse, so the same
         # draws took other paths depending on what ran before and how fast.
-        self.ctx = Context(self.store, self.clock, offers=Offers(clock=lambda: self.clock.now().timestamp()))
+        # Keys, claim tokens, run ids and claim-next picks from a seed the example draws, so the
+        # same draws take the same path: a profile is repeatable, and a failure shrinks.
+        self.entropy = SeededEntropy(0)
+        self.ctx = Context(
+            self.store,
+            self.clock,
+            offers=Offers(clock=lambda: self.clock.now().timestamp()),
+            entropy=self.entropy,
+        )
         self.model = ref.Model(project=PROJECT)
         self.human = acting(human("alice"))
         self.secrets: dict[str, str] = {}
@@ -260,12 +280,16 @@ class ModelMachine(RuleBasedStateMachine):
         type(self).recorder.examples += 1
 
     def teardown(self) -> None:
+        ids = [f"key {n}={k}" for n, k in sorted(self.key_ids.items())]
+        ids += [f"run {n}={r}" for n, r in sorted(self.run_ids.items())]
+        type(self).recorder.paths.append((*self.trace, *ids))
         self._stack.close()
 
     # ---- setup ---------------------------------------------------------------------------
 
-    @initialize(verification_on=st.booleans())
-    def setup(self, verification_on: bool) -> None:
+    @initialize(verification_on=st.sampled_from([True, True, True, False]), seed=st.integers(0, 2**32 - 1))
+    def setup(self, verification_on: bool, seed: int) -> None:
+        self.entropy.seed(seed)
         projects.create(self.ctx, self.human, PROJECT, repo="/tmp/repo")
         projects.create(self.ctx, self.human, "other", repo="/tmp/other")
         self.model.keys["alice"] = ref.Key("alice", "human")
@@ -296,6 +320,14 @@ class ModelMachine(RuleBasedStateMachine):
         self.board("config", "alice", 3, "v1", True)
         if verification_on:
             self.board("verification_on", "alice", 3, "v1", True)
+        # Two of them claimed and submitted, so that most examples reach verdicts, conflicts and
+        # stale verdicts within their steps (every step here is compared like any other).
+        for t in (0, 1):
+            self._claim(ref.Caller("e2"), t, None)
+            self._holder("submit", t, 0, "other", False, 1, 0)
+        if verification_on:  # and one verified, so that main moving makes a stale verdict at once
+            self._verify_start(ref.Caller("v1"), 0)
+            self._verify_finish(self.model.runs[-1], "pass", False)
 
     def _mint(self, key: ref.Key) -> None:
         if key.kind == "agent":
@@ -462,15 +494,28 @@ class ModelMachine(RuleBasedStateMachine):
 
     # ---- comparison ----------------------------------------------------------------------
 
-    def _real_tasks(self) -> list[Task]:
-        items = self.store.get_many([records.task_key(t) for t in self.task_ids])
-        by_key = {(i.pk, i.sk): records.load(Task, i) for i in items}
-        return [by_key[records.task_key(t)] for t in self.task_ids]
+    def _real_state(self) -> tuple[list[Task], list[Spec], Project]:
+        """Every task, spec and the project as stored now, in one batched read; on moto, from its
+        backend (moto's wire format was most of a step)."""
+        task_keys = [records.task_key(t) for t in self.task_ids]
+        spec_keys = [records.spec_key(PROJECT, parse_spec_id(s)) for s in self.spec_ids]
+        wanted = [*task_keys, *spec_keys, records.project_key(PROJECT)]
+        if isinstance(self.store, DynamoDBStore):
+            read = moto_get_many(self.store, wanted)
+        else:
+            read = self.store.get_many(wanted)
+        items = {(i.pk, i.sk): i for i in read}
+        return (
+            [records.load(Task, items[k]) for k in task_keys],
+            [records.load(Spec, items[k]) for k in spec_keys],
+            records.load(Project, items[records.project_key(PROJECT)]),
+        )
 
     def compare(self, label: str) -> bool:
         m = self.model
         now = self.clock.now()
-        for mt, rt in zip(m.tasks, self._real_tasks(), strict=True):
+        real_tasks, real_specs, rp = self._real_state()
+        for mt, rt in zip(m.tasks, real_tasks, strict=True):
             holder = rt.claim.actor.removeprefix("agent:") if rt.claim is not None else None
             real: dict[str, Any] = {
                 "status": rt.status.value,
@@ -533,13 +578,11 @@ class ModelMachine(RuleBasedStateMachine):
             for k, v in want.items():
                 if real[k] != v:
                     return self._mismatch(label, mt, k, v, real[k])
-        for ms, sid in zip(m.specs, self.spec_ids, strict=True):
-            rs = self.ctx.spec(PROJECT, sid)
+        for ms, rs in zip(m.specs, real_specs, strict=True):
             if rs.status.value != ms.status:
                 return self._mismatch(label, None, "spec status", ms.status, rs.status.value)
             if rs.risk.value != ms.risk:
                 return self._mismatch(label, None, "spec risk", ms.risk, rs.risk.value)
-        rp = self.ctx.project(PROJECT)
         if rp.verification_on != m.verification_on:
             return self._mismatch(label, None, "verification_on", m.verification_on, rp.verification_on)
         if rp.max_attempts != m.max_attempts:
@@ -1055,13 +1098,13 @@ class ModelMachine(RuleBasedStateMachine):
                 lambda: projects.update_settings(self.ctx, self.act(c), PROJECT, max_attempts=n),
             )
         elif action == "config":
+            strict = n in (0, 2)  # now and then a config that accepts no stale verdict
+            config = (STRICT_CONFIG if strict else VERIFIER_CONFIG) if valid else BAD_CONFIG
             self.step(
-                "set_verifier_config",
+                f"set_verifier_config(accept_stale={not strict})",
                 c,
-                lambda m: m.set_verifier_config(c, valid=valid),
-                lambda: projects.set_verifier_config(
-                    self.ctx, self.act(c), PROJECT, VERIFIER_CONFIG if valid else BAD_CONFIG
-                ),
+                lambda m: m.set_verifier_config(c, valid=valid, accept_stale=not strict),
+                lambda: projects.set_verifier_config(self.ctx, self.act(c), PROJECT, config),
             )
         elif action in ("verification_on", "verification_off"):
             on = action == "verification_on"
@@ -1115,7 +1158,7 @@ class ModelMachine(RuleBasedStateMachine):
     @rule(
         r=wide,
         focus=focus_,
-        verdict=st.sampled_from(["pass", "pass", "fail", "error", "spec_error", "conflict"]),
+        verdict=st.sampled_from(["pass", "pass", "fail", "break", "error", "spec_error", "conflict"]),
         stranger=st.sampled_from([False] * 6 + [True]),
     )
     def verify_finish(self, r: int, focus: bool, verdict: str, stranger: bool) -> None:
@@ -1142,9 +1185,14 @@ class ModelMachine(RuleBasedStateMachine):
         base = None if conflict is not None else MergedBase(mode="merge", branch="main", tip=tip, tree=TREE)
         checks: dict[str, CheckResult] = {}
         results: dict[str, CriterionResult] = {}
-        if verdict in ("pass", "fail", "spec_error"):
-            checks = {"unit": CheckResult(exit_code=1 if verdict == "fail" else 0, output_tail="")}
-            result = {"pass": Evidence.PASS, "fail": Evidence.FAIL, "spec_error": Evidence.AMBIGUOUS}[verdict]
+        if verdict in ("pass", "fail", "break", "spec_error"):
+            checks = {"unit": CheckResult(exit_code=1 if verdict in ("fail", "break") else 0, output_tail="")}
+            result = {
+                "pass": Evidence.PASS,
+                "fail": Evidence.FAIL,
+                "break": Evidence.PASS,
+                "spec_error": Evidence.AMBIGUOUS,
+            }[verdict]
             # A spec error: every test ref is ambiguous, everything else passed.
             results = {
                 cid: CriterionResult(
@@ -1218,6 +1266,10 @@ class ModelMachine(RuleBasedStateMachine):
             if not nxt:
                 return
             t = nxt[0]
+        self._next_step(t, choice)
+
+    def _next_step(self, t: ref.Task, choice: int) -> None:
+        m = self.model
         human_ = ref.Caller("d1", "human:alice") if choice % 4 == 3 else ref.Caller("alice")
         if t.status == ref.BACKLOG and t.spec is not None:
             s = t.spec
@@ -1243,26 +1295,62 @@ class ModelMachine(RuleBasedStateMachine):
                 self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
             else:
                 self._review("accept", human_, t.label, "requeue", False, 0, 0)
-        elif (
-            t.status == ref.VERIFIED
-            and m.verification_on
-            and choice < 4
-            and (m.stale(t) or t.live_run is not None)
-        ):
-            runs = [r for r in m.runs if r.task == t.label and r.state == "running"]
-            live_keys = [k for k in ("v1", "v2", "v3") if k in m.keys and not m.keys[k].revoked]
-            if runs:
-                self._verify_finish(runs[0], VERDICTS[choice * 3], False)
-            elif live_keys:
-                self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
-        elif t.status == ref.VERIFIED and m.verification_on and choice < 4 and "v1" in m.keys:
-            # main moves on under a verified task: its verdict goes stale
-            self.base_moved("v1", (m.tip_or_first() + 1) % len(TIPS))
+        elif t.status == ref.VERIFIED and m.verification_on and choice < 4:
+            self._reverify_step(t, choice)
         elif t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED):
             self._review("reopen" if choice >= 9 else "accept", human_, t.label, "requeue", False, 0, 0)
         elif t.status == ref.NEEDS_HUMAN:
             how = ["requeue", "requeue", "requeue", "reverify", "revise_spec", "block", "cancel"][choice % 7]
             self._review("resolve", ref.Caller("alice"), t.label, how, False, 1, choice)
+
+    def _reverify_step(self, t: ref.Task, choice: int) -> None:
+        """A verified task's next step on the verifier's side: its re-verification when its
+        verdict is stale (or one is running), else main moving on under it."""
+        m = self.model
+        if m.stale(t) or t.live_run is not None:
+            runs = [r for r in m.runs if r.task == t.label and r.state == "running"]
+            live_keys = [k for k in ("v1", "v2", "v3") if k in m.keys and not m.keys[k].revoked]
+            if runs:
+                self._verify_finish(runs[0], REVERIFY_VERDICTS[choice % len(REVERIFY_VERDICTS)], False)
+            elif live_keys:
+                self._verify_start(ref.Caller(live_keys[choice % len(live_keys)]), t.label)
+        elif "v1" in m.keys:
+            # main moves on under a verified task: its verdict goes stale
+            self.base_moved("v1", (m.tip_or_first() + 1) % len(TIPS))
+
+    @precondition(
+        lambda self: (
+            self.model.verification_on
+            and any(t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED) for t in self.model.tasks)
+        )
+    )
+    @rule(i=wide, choice=st.integers(0, 11), rounds=st.integers(1, 4))
+    def verifier_at_work(self, i: int, choice: int, rounds: int) -> None:
+        """A verifier's few next steps on one task that waits for a verdict or holds one, each
+        compared on its own: runs started and finished, main moving under verified work, stale
+        verdicts re-verified, now and then an acceptance. So conflicts and stale verdicts come
+        up in most examples, not only when `progress` happens to pick such a task."""
+        if self.diverged:
+            return  # this example ended at a divergence (record mode)
+        waiting = [t.label for t in self.model.tasks if t.status in (ref.NEEDS_VERIFICATION, ref.VERIFIED)]
+        label = waiting[i % len(waiting)]
+        for k in range(rounds):
+            t = self.model.tasks[label]  # a refused step puts back the model it cloned: read again
+            if (
+                self.diverged
+                or not self.model.verification_on
+                or t.status
+                not in (
+                    ref.NEEDS_VERIFICATION,
+                    ref.VERIFIED,
+                )
+            ):
+                return
+            c = (choice + 5 * k) % 12
+            if t.status == ref.VERIFIED and c < 9:
+                self._reverify_step(t, c)
+            else:
+                self._next_step(t, c)
 
     # ---- rules: time and reads -----------------------------------------------------------
 

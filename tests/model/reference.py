@@ -234,6 +234,9 @@ class Model:
     runs: list[Run] = field(default_factory=list)
     next_token: int = 0
     tip: int | None = None  # the base branch's tip as last reported (None: never)
+    # The verifier config's "accept_stale": false refuses accepting a stale verdict until the
+    # re-verification has run (issue text: "refuse it until the re-verification has run").
+    accept_stale: bool = True
 
     def clone(self) -> Model:
         return copy.deepcopy(self)
@@ -360,12 +363,13 @@ class Model:
         chk.done()
         self.max_attempts = n
 
-    def set_verifier_config(self, c: Caller, *, valid: bool) -> None:
+    def set_verifier_config(self, c: Caller, *, valid: bool, accept_stale: bool = True) -> None:
         _, chk = self._start(c)
         self._humans(c, chk, board_only=True)
         chk.need(valid, "E_VALIDATION", "bad config")
         chk.done()
         self.has_config = True
+        self.accept_stale = accept_stale
 
     def _live_local_key(self) -> bool:
         return any(
@@ -710,6 +714,9 @@ class Model:
             if not self._is_human(c) and c.key in t.touched_by:
                 chk.need(False, "E_FORBIDDEN", "agents do not accept", "E_SELF_ACCEPT")
             chk.need(self._acceptable(t), "E_WRONG_STATE", "not acceptable")
+            # Silent: the setting lives in the verifier config, so it holds with verification
+            # off too (no re-verification runs then: a human reopens, or switches it back on).
+            chk.need(self.accept_stale or not self.stale(t), "E_WRONG_STATE", "stale, re-verify first")
             # Low-risk work in batches or from chat; medium and high one by one in the UI.
             chk.need(
                 t.risk == "low" or not (batch or c.on_behalf_of is not None),
@@ -910,9 +917,15 @@ class Model:
             return "error"
         if verdict == "spec_error" and "test" not in self._kinds(t):
             verdict = "pass"  # only a test ref can be ambiguous: every other criterion passed
-        run.state = {"pass": "passed", "fail": "failed", "spec_error": "spec_error", "conflict": "conflict"}[
-            verdict
-        ]
+        if verdict == "break" and not run.reverify:
+            verdict = "fail"  # a check failed: on a first verdict, the submission's failure
+        run.state = {
+            "pass": "passed",
+            "fail": "failed",
+            "break": "failed",
+            "spec_error": "spec_error",
+            "conflict": "conflict",
+        }[verdict]
         t.live_run = None
         t.errors_in_row = 0
         if verdict == "conflict":
@@ -940,15 +953,17 @@ class Model:
 
     def _reverified(self, t: Task, verdict: str) -> str:
         """A re-verification on the moved base: a pass holds the verdict for the new tip; a
-        failure (of its own criteria: the machine fails them all) sends it back with an attempt
-        used; a spec error changes nothing (the verdict stays, still stale)."""
+        failure of its own criteria sends it back with an attempt used; a check failing while
+        every criterion passes (what the base gained broke something else with it: "break")
+        sends it back with none (issue: "using an attempt only if the failure is in the task's
+        own criteria"); a spec error changes nothing (the verdict stays, still stale)."""
         if verdict == "pass":
             t.conflicts_in_row = 0
             t.base = self.tip_or_first()
-        elif verdict == "fail":
+        elif verdict in ("fail", "break"):
             t.conflicts_in_row = 0
             t.base = None
-            self._to_ready(t, uses_attempt=True, system=False)
+            self._to_ready(t, uses_attempt=verdict == "fail", system=False)
         return verdict
 
     def tip_or_first(self) -> int:

@@ -20,6 +20,7 @@ import boto3
 from moto import mock_aws
 
 from taskgate.store.dynamodb import DynamoDBStore
+from taskgate.store.port import Item
 from taskgate.store.schema import dynamodb_table_definition
 from taskgate.store.sqlite import SQLiteStore
 
@@ -115,6 +116,41 @@ def dynamodb_store(serialized: bool = False) -> Iterator[DynamoDBStore]:
         finally:
             store.close()
             client.close()
+
+
+def moto_table_items(store: DynamoDBStore) -> list[dict[str, Any]]:
+    """Every item of the store's table as a scan returns it (attribute name -> {type: value}),
+    read from moto's in-memory backend.
+
+    Why not a scan: moto serializes every item of every page on each call, which made a
+    before-and-after scan of a grown table most of a model-test step. This reads the same
+    items without the wire format; `test_moto_backend_reads_what_a_scan_reads` keeps the two
+    equal, so a moto release that changes its internals fails there, not silently here."""
+    return [item.to_json()["Attributes"] for item in _moto_table(store).all_items()]
+
+
+def moto_get_many(store: DynamoDBStore, keys: list[tuple[str, str]]) -> list[Item]:
+    """The items at `keys` (those that exist) as the store reads them, from moto's in-memory
+    backend: what `store.get_many` answers, without moto's wire format (the model test reads
+    every task after every step, and moto's serializer was most of that)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    table = _moto_table(store)
+    out = []
+    for pk, sk in keys:
+        found = table.get_item(DynamoType({"S": pk}), DynamoType({"S": sk}))
+        if found is not None:
+            out.append(store._decode(found.to_json()["Attributes"]))
+    return out
+
+
+def _moto_table(store: DynamoDBStore) -> Any:
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    client: Any = store._client
+    region = client.meta.region_name if hasattr(client, "meta") else REGION
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(store.table_name)
 
 
 def sqlite_store(tmp_path: Path) -> SQLiteStore:

@@ -23,8 +23,10 @@ from taskgate.service import keys, projects, specs, tasks
 from taskgate.service.claims import Claimed, claim, submit
 from taskgate.service.context import Context
 from taskgate.store import body
+from taskgate.store.dynamodb import DynamoDBStore
 from taskgate.store.port import Store
 from taskgate.store.sqlite import SQLiteStore
+from tests.support.dynamo import moto_table_items
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -38,17 +40,12 @@ def dump(store: Store) -> list[tuple[str, str, int, str]]:
         finally:
             db.close()
         return [(r[0], r[1], r[2], r[3]) for r in rows]
-    client: Any = store._client  # type: ignore[attr-defined]
-    name: str = store.table_name  # type: ignore[attr-defined]
-    out = []
-    kwargs: dict[str, Any] = {"TableName": name}
-    while True:
-        page = client.scan(**kwargs)
-        for it in page["Items"]:
-            out.append((it["PK"]["S"], it["SK"]["S"], int(it["V"]["N"]), json.dumps(body.decode(it))))
-        if "LastEvaluatedKey" not in page:
-            break
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    if not isinstance(store, DynamoDBStore):
+        raise TypeError(f"dump reads SQLite and DynamoDB (moto) stores, not {type(store).__name__}")
+    out = [
+        (it["PK"]["S"], it["SK"]["S"], int(it["V"]["N"]), json.dumps(body.decode(it)))
+        for it in moto_table_items(store)
+    ]
     return sorted(out)
 
 

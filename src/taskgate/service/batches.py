@@ -4,7 +4,6 @@ accepted by that human when it passes. The server decides every step from the ev
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -275,7 +274,7 @@ def start_step(ctx: Context, who: Acting, project_name: str, batch_id: str) -> S
     step = Step(
         n=len(b.steps) + 1,
         # Ordered within a second too: a task's runs are listed by id.
-        run_id=f"{iso(now)}-{b.id}-{len(b.steps) + 1:03d}-{secrets.token_hex(4)}",
+        run_id=f"{iso(now)}-{b.id}-{len(b.steps) + 1:03d}-{ctx.entropy.token_hex(4)}",
         tasks=tasks,
         credential_id=who.credential_id,
         started_at=now,

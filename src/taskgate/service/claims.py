@@ -7,7 +7,6 @@ no sweep ran.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -157,7 +156,7 @@ def _claim_one(
     find_move(task.status, Action.CLAIM)  # a task that is not ready is refused before any work
     spec, guard = _spec_still_approved(ctx, task)
     now = ctx.clock.now()
-    token = secrets.mint(secrets.CLAIM_PREFIX)
+    token = secrets.mint(secrets.CLAIM_PREFIX, ctx.entropy)
     number = len(task.attempts) + 1
     claim = Claim(
         token_hash=secrets.digest(token),
@@ -258,7 +257,7 @@ def claim(
         # At random among the best band read: priority is never skipped, and agents claiming at
         # once (even several on one key) spread out instead of chasing the same task. The task
         # itself is read consistently: the index may be stale, the claim's condition is the truth.
-        pick = random.choice(records.best_band(keys))
+        pick = ctx.entropy.choice(records.best_band(keys))
         try:
             return _claim_one(
                 ctx, who, ctx.task(records.queued_task_id(pick)), lease_minutes, proj, brief_of, tip

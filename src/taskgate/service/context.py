@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from taskgate import telemetry
 from taskgate.domain import chain
 from taskgate.domain.clock import Clock, SystemClock
+from taskgate.domain.entropy import Entropy, SystemEntropy
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
 from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Status, Task
@@ -70,6 +71,9 @@ class Context:
     # Wakes verifiers waiting for work (service/wakeups.py): `taskgate serve` sets one its own
     # commits signal; elsewhere a waiting request reads the store again every few seconds.
     wakeups: Wakeups = field(default_factory=Polling)
+    # Where keys, claim tokens, run ids and claim-next picks draw their randomness: the OS's in
+    # use; a seeded one makes a test or a model run repeatable (domain/entropy.py).
+    entropy: Entropy = field(default_factory=SystemEntropy)
 
     # -- commits -----------------------------------------------------------------------------
 

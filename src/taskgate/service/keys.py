@@ -71,7 +71,7 @@ def create(
         if verifier_kind is None:
             raise invalid("a verifier key needs verifier_kind 'local' or 'reviewer'")
         prefix = secrets.VERIFIER_PREFIX
-    key_id, secret = secrets.mint_key(prefix)
+    key_id, secret = secrets.mint_key(prefix, ctx.entropy)
     now = ctx.clock.now()
     cred = Credential(
         id=key_id,

@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import secrets
+
+from taskgate.domain.entropy import SYSTEM_ENTROPY, Entropy
 
 AGENT_PREFIX = "tga_"
 VERIFIER_PREFIX = "tgv_"
@@ -17,8 +18,8 @@ CLAIM_PREFIX = "tgc_"
 ADMIN_PREFIX = "tgh_"
 
 
-def mint(prefix: str) -> str:
-    return prefix + secrets.token_urlsafe(24)
+def mint(prefix: str, entropy: Entropy = SYSTEM_ENTROPY) -> str:
+    return prefix + entropy.token_urlsafe(24)
 
 
 def digest(secret: str) -> str:
@@ -32,11 +33,11 @@ def matches(secret: str, stored_hash: str) -> bool:
 _KEYED = re.compile(r"^(tg[av]_)([0-9a-f]{12})_([A-Za-z0-9_-]{32})$")
 
 
-def mint_key(prefix: str) -> tuple[str, str]:
+def mint_key(prefix: str, entropy: Entropy = SYSTEM_ENTROPY) -> tuple[str, str]:
     """A new key id and its secret. The secret names its id, so checking a key is one
     consistent read by id (then a constant-time hash compare), not an index query."""
-    hex_id = secrets.token_hex(6)
-    return f"key_{hex_id}", f"{prefix}{hex_id}_{secrets.token_urlsafe(24)}"
+    hex_id = entropy.token_hex(6)
+    return f"key_{hex_id}", f"{prefix}{hex_id}_{entropy.token_urlsafe(24)}"
 
 
 def key_id_of(secret: str) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -258,7 +257,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         )
     now = ctx.clock.now()
     run = VerificationRun(
-        id=f"{iso(now)}-{secrets.token_hex(4)}",
+        id=f"{iso(now)}-{ctx.entropy.token_hex(4)}",
         task_id=task_id,
         project=project_name,
         attempt=attempt.number,
