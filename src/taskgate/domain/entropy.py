@@ -1,7 +1,7 @@
 """An injectable source of randomness for ids, tokens and picks, like the clock: the services draw
 from `Context.entropy`, never from a module. In use it is the OS's (`secrets`); a test or a
-model run gives a seeded one, so the same seed makes the same keys, tokens, run ids and picks,
-and a run can be repeated step for step."""
+model run gives one started from a fixed number, so the same number makes the same keys, tokens,
+run ids and picks, and a run can be repeated step for step."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ class SystemEntropy:
 
 
 class SeededEntropy:
-    """Repeatable draws from a seed, for tests and model runs only: anyone who knows the seed
-    knows every secret it made."""
+    """Repeatable draws from a fixed starting number, for tests and model runs only: anyone who
+    knows the number knows every secret it made."""
 
     def __init__(self, seed: int) -> None:
         self._random = random.Random(seed)
