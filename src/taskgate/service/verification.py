@@ -293,6 +293,8 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
         "criteria": [c.model_dump(mode="json") for c in criteria],
         "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),
+        # The guard criteria whose guard counts: their new named tests need no run on the baseline.
+        "guards": sorted(rules.honoured_guards(criteria, spec)),
         "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
         "reverify": reverify,
     }
