@@ -77,7 +77,7 @@ def defining_files(tests: Iterable[TestCase], changed: Sequence[str], root: str 
     return out
 
 
-def testing_paths(
+def paths_of_tests(
     changed: Sequence[str], reported: Iterable[TestCase], defining: Iterable[str], root: str = ""
 ) -> list[str]:
     """The changed paths that are test files: by the runner's naming rules, named as a test's

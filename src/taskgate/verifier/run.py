@@ -825,7 +825,7 @@ class Runner:
         if not wrote:
             return
         reported = [t for report in reports.values() for t in report.all_tests()]
-        kept = newtests.testing_paths(sub.changed, reported, set().union(*wrote.values()), root)
+        kept = newtests.paths_of_tests(sub.changed, reported, set().union(*wrote.values()), root)
         self.progress(
             f"without the change: {', '.join(wrote)} name tests the submission wrote; the checks again "
             f"on the baseline's code with its test files ({', '.join(kept)})"
