@@ -397,9 +397,9 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         "tr",
         { class: "criterion", dataset: { criterion: c.id } },
         h("th", { scope: "row", class: "nowrap" }, c.id),
-        h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
+        h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.guard ? `${c.kind}, guard` : c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
         h("td", {}, ev ? resultBadge(ev.result) : h("span", { class: "muted" }, run ? "no evidence" : "not verified yet")),
-        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", evidenceFlags(ev), ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
+        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", evidenceFlags(ev), ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null, withoutChange(ev)] : ""),
         h("td", {}, said ? resultBadge(said) : ""),
       );
       return [row, evidenceFailuresRow(c, ev)];
@@ -420,6 +420,12 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         ),
       ),
     );
+  }
+
+  // How a criterion whose named test the submission wrote did on the baseline's code.
+  function withoutChange(ev) {
+    if (ev.passes_without_change) return h("p", { class: "without-change" }, "Passes without the change: its new test passes on the baseline's code too.");
+    return ev.without_change ? h("p", { class: "muted" }, `On the baseline's code: ${ev.without_change.result}.`) : null;
   }
 
   // A failing criterion's failing tests, each with its full name and its own message, on a row
