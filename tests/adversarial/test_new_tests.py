@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import pytest
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run, serving
+from tests.support.server import TASKGATE
+from tests.support.terminal import no_terminal
 from tests.support.users import shared_tmp
 from tests.verifier.support import (
     BROKEN,
@@ -75,6 +78,11 @@ def _verify(gate: Gate, tid: str, files: dict[str, str]) -> dict[str, Any]:
     return line
 
 
+def _env(live: Live) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    return {**env, "TASKGATE_SERVER": live.base, "TASKGATE_DATA_DIR": str(live.data_dir)}
+
+
 def _run(gate: Gate, tid: str) -> dict[str, Any]:
     [run_] = gate.detail(tid)["runs"]
     return dict(run_)
@@ -102,6 +110,12 @@ def test_a_new_test_that_passes_whatever_the_code_does_is_held_for_a_human(
     assert evidence["without_change"]["result"] == "pass"
     assert evidence["without_change"]["files"] == ["test_slug.py"]
     assert evidence["restored"] is None  # the baseline's version of the file has no such test
+    shown = no_terminal([TASKGATE, "task", "show", tid], _env(live)).stdout.splitlines()
+    at = shown.index("  AC-1.1 (test) typed titles become slugs  `test_slug.test_typd`")
+    assert shown[at + 1 : at + 3] == [
+        "      pass      1 test passed: test_slug.test_typd",
+        "        passes without the change: its new test passes on the baseline's code too",
+    ]
 
 
 def test_the_held_new_test_is_shown_and_signed(live: Live, tmp_path: Path) -> None:
@@ -154,6 +168,8 @@ def test_a_guard_criterion_passing_on_both_verifies(live: Live, tmp_path: Path) 
     assert "without_change_s" not in line["timings"]
     evidence = _run(gate, tid)["evidence"]["AC-1.1"]
     assert evidence["result"] == "pass" and evidence["without_change"] is None
+    shown = no_terminal([TASKGATE, "task", "show", tid], _env(live)).stdout
+    assert "  AC-1.1 (test, guard) slugs stay lowercase  `test_lower.test_lowercases`" in shown
 
 
 def test_a_guard_the_executor_put_on_its_own_task_counts_for_nothing(live: Live, tmp_path: Path) -> None:
