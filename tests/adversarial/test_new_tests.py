@@ -218,3 +218,34 @@ def test_a_held_new_test_reopened_with_findings_uses_the_attempt(live: Live, tmp
     assert r.status_code == 200, r.text
     task = gate.detail(tid)["task"]
     assert (task["status"], task["attempts_used"], task["needs_human"]) == ("ready", 1, None)
+
+
+def test_a_human_allows_the_new_test_and_the_run_is_verified_and_signed_so(
+    live: Live, tmp_path: Path
+) -> None:
+    gate = _gate(live, tmp_path)
+    tid = gate.task([TYPO])
+    sha = gate.repo.commit({"test_slug.py": SLUGIFY_TESTS + TYPD}, "the test")
+    gate.submit(tid, sha)
+    [line] = gate.verify_json()
+    assert line["verdict"] == "needs_human", line
+    assert gate.detail(tid)["task"]["needs_human"]["criteria"] == ["AC-1.1"]
+    # the executor's own key may not allow it, whatever it says
+    r = gate.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "allow"}, token=gate.agent_key)
+    assert (r.status_code, r.json()["code"]) == (403, "E_FORBIDDEN"), r.text
+    r = gate.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "allow", "note": "it existed"})
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "needs_verification"
+    assert (r.json()["allowed"]["criteria"], r.json()["allowed"]["paths"]) == (["AC-1.1"], [])
+    [line] = gate.verify_json()
+    assert (line["verdict"], line["task_status"]) == ("passed", "verified"), line
+    [allowing] = [e for e in gate.detail(tid)["history"] if e["action"] == "reverify"]
+    assert allowing["detail"]["allowed_criteria"] == ["AC-1.1"] and allowing["actor"].startswith("human:")
+    last = gate.detail(tid)["runs"][-1]
+    # still said of the criterion, and signed with who allowed it
+    assert last["evidence"]["AC-1.1"]["passes_without_change"] is True
+    lines = gate.live.rest("GET", f"/api/tasks/{tid}/attestations").text.splitlines()
+    facts = json.loads(base64.b64decode(json.loads(lines[-1])["payload"]))["predicate"]["taskgate"]
+    assert facts["verdict"] == "passed"
+    allowed = facts["baseline"]["allowed"]
+    assert (allowed["criteria"], allowed["by"], allowed["commit_sha"]) == (["AC-1.1"], allowing["actor"], sha)

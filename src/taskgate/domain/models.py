@@ -325,15 +325,20 @@ class NeedsHuman(Record):
     # (resolve "allow") or answers with findings (reopen).
     paths: list[str] = Field(default_factory=list)
     diff: str = ""
+    # PASSES_WITHOUT_CHANGE: the criteria whose new named test passes on the baseline's code
+    # too, which a human allows (resolve "allow") or answers with findings (reopen).
+    criteria: list[str] = Field(default_factory=list)
 
 
 class AllowedChange(Record):
-    """A human's allowance for one submission (its commit as submitted) to change protected paths."""
+    """A human's allowance for one submission (its commit as submitted) to change protected
+    paths, and for criteria of it to pass without the change."""
 
     commit_sha: str
     paths: list[str]
     by: str
     at: datetime
+    criteria: list[str] = Field(default_factory=list)
 
 
 class CriteriaChange(Record):

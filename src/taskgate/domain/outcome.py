@@ -245,6 +245,7 @@ def decide(
     screened: list[ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
     allowed: Sequence[str] = (),
+    allowed_criteria: Sequence[str] = (),
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
@@ -252,7 +253,8 @@ def decide(
     the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
     the hidden tests did; `screened`: the screen's hits in the lines the submission adds.
     `baseline`: what the submission changed (None: a verifier that did not say); `allowed`: the
-    protected paths a human allowed this submission to change.
+    protected paths a human allowed this submission to change; `allowed_criteria`: the criteria a
+    human allowed to pass without the change.
 
     Both rules that give a run to a person apply whatever the checks said. When both do, the
     held paths win (why_human HELD, so a human can allow them); the summary names the screen's
@@ -269,6 +271,7 @@ def decide(
         hidden=hidden,
         held=held_paths(config, baseline, allowed),
         diff=baseline.diff if baseline is not None else "",
+        allowed_criteria=allowed_criteria,
     )
     if not screened:
         return out
@@ -299,6 +302,7 @@ def _decide(
     hidden: HiddenRun | None,
     held: list[str],
     diff: str,
+    allowed_criteria: Sequence[str] = (),
 ) -> Outcome:
     if error and held:
         # The run broke after the verifier saw a changed harness: that change may be why.
@@ -428,8 +432,8 @@ def _decide(
             why_human=WhyHuman.HELD,
         )
     edited = edited_tests(criteria, counted)
-    guards = honoured_guards(criteria, spec)
-    unchanged = [c.id for c in criteria if counted[c.id].passes_without_change and c.id not in guards]
+    excused = honoured_guards(criteria, spec) | set(allowed_criteria)
+    unchanged = [c.id for c in criteria if counted[c.id].passes_without_change and c.id not in excused]
     also = f"; and {unchanged_reason(unchanged, criteria)}" if unchanged else ""
     if edited:
         # Passing only with the submission's own edits to its test is no evidence either way.

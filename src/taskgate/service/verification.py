@@ -547,6 +547,7 @@ def finish(
         screened=screened,
         baseline=baseline,
         allowed=allowed.paths if allowed is not None else (),
+        allowed_criteria=allowed.criteria if allowed is not None else (),
     )
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
@@ -600,7 +601,12 @@ def finish(
     if new.needs_human is not None and verdict.why_human is not None:
         # The outcome rule says which rule held it; the paths and diff go with a protected change.
         held_for = new.needs_human.model_copy(
-            update={"why": verdict.why_human, "paths": verdict.held, "diff": verdict.diff}
+            update={
+                "why": verdict.why_human,
+                "paths": verdict.held,
+                "diff": verdict.diff,
+                "criteria": verdict.unchanged,
+            }
         )
         new = new.model_copy(update={"needs_human": held_for})
     kept_baseline = None

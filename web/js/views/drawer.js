@@ -12,7 +12,7 @@ import { eventDetail } from "../eventtext.js";
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
 // Why a gate rule holds a submission for a person (the server's RULE_HOLDS): a human allows
 // it (protected paths only) or reopens the task with findings.
-const RULE_HOLDS = new Set(["held", "tests_edited", "reads_grader"]);
+const RULE_HOLDS = new Set(["held", "tests_edited", "passes_without_change", "reads_grader"]);
 const PAGE = 50;
 const MAX_PAGES = 40;
 
@@ -297,6 +297,10 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
       if (held && task.needs_human.why === "held" && task.needs_human.paths.length) {
         // The submission changes protected paths: allowing it verifies it again with the change allowed, signed as yours.
         resolutions.push(resolve("allow", `Allow ${id}'s change to ${task.needs_human.paths.join(", ")}?`, "Allow the change", [], "The submission is verified again with these protected paths allowed; the allowance is recorded in history and signed as yours."));
+      }
+      if (held && task.needs_human.why === "passes_without_change") {
+        // New named tests pass on the baseline's code too: allowing them verifies it again with them counted, signed as yours.
+        resolutions.push(resolve("allow", `Allow ${task.needs_human.criteria.join(", ")} to pass without the change?`, "Allow the tests", [], "The submission is verified again with these criteria's new tests counted as evidence though they pass on the baseline's code too; the allowance is recorded in history and signed as yours."));
       }
       if (task.attempts.some((a) => a.submission)) {
         resolutions.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
