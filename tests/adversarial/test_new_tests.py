@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +251,21 @@ def test_a_human_allows_the_new_test_and_the_run_is_verified_and_signed_so(
     assert facts["verdict"] == "passed"
     allowed = facts["baseline"]["allowed"]
     assert (allowed["criteria"], allowed["by"], allowed["commit_sha"]) == (["AC-1.1"], allowing["actor"], sha)
+
+
+def test_two_humans_allowing_at_once_allow_once(live: Live, tmp_path: Path) -> None:
+    gate = _gate(live, tmp_path)
+    tid = gate.task([TYPO])
+    assert _verify(gate, tid, {"test_slug.py": SLUGIFY_TESTS + TYPD})["verdict"] == "needs_human"
+    start = threading.Barrier(4)
+
+    def allow(_: int) -> tuple[int, str]:
+        start.wait()
+        r = gate.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "allow"})
+        return r.status_code, r.json().get("code", "")
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = sorted(pool.map(allow, range(4)))
+    assert answers == [(200, ""), (409, "E_WRONG_STATE"), (409, "E_WRONG_STATE"), (409, "E_WRONG_STATE")]
+    history = gate.detail(tid)["history"]
+    assert [e["detail"].get("allowed_criteria") for e in history if e["action"] == "reverify"] == [["AC-1.1"]]
