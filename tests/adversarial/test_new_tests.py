@@ -269,3 +269,42 @@ def test_two_humans_allowing_at_once_allow_once(live: Live, tmp_path: Path) -> N
     assert answers == [(200, ""), (409, "E_WRONG_STATE"), (409, "E_WRONG_STATE"), (409, "E_WRONG_STATE")]
     history = gate.detail(tid)["history"]
     assert [e["detail"].get("allowed_criteria") for e in history if e["action"] == "reverify"] == [["AC-1.1"]]
+
+
+NODE_SLUG = 'exports.slugify = (t) => t.toLowerCase().replace(/[^a-z0-9]+/g, "-");\n'
+NODE_TESTS = """\
+const { describe, test } = require("node:test");
+const assert = require("node:assert");
+const { slugify } = require("./slug.js");
+
+describe("slugify", () => {
+  test("lowercases", () => assert.strictEqual(slugify("AB"), "ab"));
+});
+"""
+NODE_CHECK = {
+    "command": "mkdir -p reports && node --test --test-reporter=junit --test-reporter-destination=reports/junit.xml",
+    "report": {"path": "reports/junit.xml", "format": "junit"},
+}
+
+
+def test_a_runner_that_says_not_where_its_tests_are_is_held_too(live: Live, tmp_path: Path) -> None:
+    """node --test writes neither a file nor a classname of its own: the new test added to the
+    named describe is run on the baseline's code with every test file the submission changed."""
+    repo = Repo.create(
+        tmp_path / "repo", {"slug.js": NODE_SLUG, "slug.test.js": NODE_TESTS, ".gitignore": "reports/\n"}
+    )
+    repo.branch("work")
+    gate = Gate.create(live, repo, {"check_timeout_minutes": 2, "checks": {"unit": NODE_CHECK}})
+    tid = gate.task([{"text": "typed", "kind": "test", "verify_ref": "slugify > typd"}])
+    typd = NODE_TESTS.replace("});\n", '  test("typd", () => assert.ok(true));\n});\n')
+    line = _verify(gate, tid, {"slug.test.js": typd})
+    assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
+    assert gate.detail(tid)["task"]["needs_human"]["reason"] == (
+        "AC-1.1 passes without the change: its new test `slugify > typd` passes on the baseline's code too"
+    )
+    evidence = _run(gate, tid)["evidence"]["AC-1.1"]
+    assert evidence["without_change"] == {
+        "result": "pass",
+        "detail": evidence["without_change"]["detail"],
+        "files": ["slug.test.js"],
+    }

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from taskgate.domain.models import Criterion, CriterionKind, Spec, SpecStatus, WhyHuman
-from taskgate.domain.newtests import defining_files, paths_of_tests
+from taskgate.domain.newtests import defining_files, paths_of_tests, unplaced
 from taskgate.domain.outcome import (
     CheckResult,
     CriterionResult,
@@ -219,3 +219,11 @@ def test_the_guard_marker_round_trips_through_the_spec_markdown() -> None:
         ("t.test_typd", False),
         ("t.test_lower", True),
     ]
+
+
+def test_a_test_the_runner_does_not_place() -> None:
+    assert unplaced([TestCase("keeps digits", "test")])  # node --test's constant classname
+    assert unplaced([TestCase("keeps digits", "")])
+    assert not unplaced([TestCase("keeps digits", "test", file="a.test.js")])
+    assert not unplaced([TestCase("t", "test_slug.TestSlugify")])
+    assert not unplaced([])

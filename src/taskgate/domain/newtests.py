@@ -5,7 +5,8 @@ A test's defining file is the report's own `file` attribute where the runner wri
 with `junit_family=xunit1`, jest-junit with its file attribute, the JSON report's `file`), else
 the file its classname names: a path as jest-junit and vitest write it, or pytest's dotted module
 path (`tests.test_calc.TestCalc` is `tests/test_calc.py`; the parts after the module are classes,
-so they start with a capital letter). A test file is one the runner's naming rules name
+so they start with a capital letter). Where the runner says neither (node --test), every
+test file the submission changes may define it. A test file is one the runner's naming rules name
 (`baseline.is_test_file`), one a report names as a test's `file`, or the defining file of a named
 test. Pure: names in, names out.
 """
@@ -63,6 +64,16 @@ def _named_by_classname(classname: str, changed: Sequence[str]) -> str | None:
                     best = (len(tail), p)
                 break
     return best[1] if best is not None else None
+
+
+# Classnames that say nothing of where a test is: none, or node --test's constant "test".
+_UNPLACED = frozenset({"", "test"})
+
+
+def unplaced(tests: Iterable[TestCase]) -> bool:
+    """Whether the runner said nothing of where one of `tests` is defined (no `file`, no
+    classname of its own, as node --test writes them): then any changed test file may hold it."""
+    return any(not t.file and t.classname in _UNPLACED for t in tests)
 
 
 def defining_files(tests: Iterable[TestCase], changed: Sequence[str], root: str = "") -> set[str]:

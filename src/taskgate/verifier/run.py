@@ -816,7 +816,10 @@ class Runner:
             r = g.results[c.id]
             if c.id in guards or r.result is not Evidence.PASS:
                 continue  # a guard expects to pass before; what does not pass here holds nothing
-            files = newtests.defining_files(matched_tests(reports, c.verify_ref or ""), sub.changed, root)
+            found = matched_tests(reports, c.verify_ref or "")
+            files = newtests.defining_files(found, sub.changed, root)
+            if not files and newtests.unplaced(found):
+                files = {p for p in sub.changed if is_test_file(p)}
             if not files:
                 continue  # its test is in files the submission left as they were
             if second is not None and r.restored is not None and files <= set(second.files):
@@ -831,10 +834,10 @@ class Runner:
             f"on the baseline's code with its test files ({', '.join(kept)})"
         )
         with g.timed("without_change"):
-            found = self._on_baseline_code(cfg, co, sub, kept, tree)
+            checks, there = self._on_baseline_code(cfg, co, sub, kept, tree)
         news = [c for c in tests if c.id in wrote]
-        g3 = Gathered(checks=found[0])
-        self._test_criteria(news, cfg, found[1], g3)
+        g3 = Gathered(checks=checks)
+        self._test_criteria(news, cfg, there, g3)
         for c in news:
             again = g3.results[c.id]
             g.results[c.id] = g.results[c.id].model_copy(
