@@ -286,24 +286,6 @@ class Checkout:
             listed = self.git("diff", "--name-only", "-z", "--no-renames", base.commit, "HEAD", cwd=self.path)
         return sorted(p for p in listed.split("\0") if p)
 
-    def added_paths(self, base: Baseline) -> set[str]:
-        """The paths the submitted commit adds against its baseline (every path of it when there
-        is none): the submitted commit's own, whatever a merge onto the base tip made since."""
-        if base.commit is None:
-            listed = self.git("ls-tree", "-r", "-z", "--name-only", self.head, cwd=self.path)
-            return {p for p in listed.split("\0") if p}
-        listed = self.git(
-            "diff",
-            "--name-only",
-            "-z",
-            "--no-renames",
-            "--diff-filter=A",
-            base.commit,
-            self.head,
-            cwd=self.path,
-        )
-        return {p for p in listed.split("\0") if p}
-
     def _base_tree(self, base: Baseline) -> str:
         """What the submission is compared with: its baseline commit, else git's empty tree."""
         if base.commit is not None:

@@ -777,10 +777,6 @@ class Runner:
         changed = [p for p in g.baseline.changed if not cfg.replaced_before_checks(p)]
         if not changed:
             return None
-        try:
-            added = co.added_paths(base)
-        except CheckoutError as exc:
-            raise RunError(f"baseline tests: {exc}") from exc
         top = Path(tempfile.mkdtemp(prefix="taskgate-submitted-"))
         stack.callback(shutil.rmtree, top, True)
         for rel in changed:
@@ -790,7 +786,7 @@ class Runner:
             if src.is_symlink() or src.is_file():
                 (top / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, top / rel, follow_symlinks=False)
-        return _Submitted(path=top, changed=changed, added=added)
+        return _Submitted(path=top, changed=changed)
 
     def _without_change(
         self,
@@ -805,7 +801,7 @@ class Runner:
         g: Gathered,
     ) -> None:
         """A passing test criterion whose named test the submission wrote (defined in a file it
-        adds, or in a changed one whose baseline version does not hold it) must fail before the
+        changes, unless the second run found it in the baseline's version) must fail before the
         change: the checks run again on the baseline's tree with the submission's test files,
         and each such criterion keeps how it did there. No run when there is no such criterion,
         or each is a guard whose guard counts."""
@@ -966,7 +962,6 @@ def _split(full_name: str) -> tuple[str, str]:
 class _Submitted:
     path: Path  # the changed files as the first run sees them (a deleted one is absent)
     changed: list[str]  # the paths the submission changes against its baseline
-    added: set[str]  # those of them its baseline does not have
 
 
 @dataclass(frozen=True)
