@@ -636,6 +636,10 @@ class RunWork(Out):
     config: VerifierConfig | None
     criteria: list[Criterion]
     command_criteria_allowed: bool
+    guards: list[str] = Field(
+        default_factory=list,
+        description="The guard criteria whose guard counts: their new named tests need no run on the baseline's code",
+    )
     spec: RunSpec | None
     reverify: bool = Field(
         default=False, description="A verified task whose base branch moved: verified again on the new tip"

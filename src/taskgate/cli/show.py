@@ -58,7 +58,13 @@ def how_accepted(event: dict[str, Any]) -> str:
 
 def _evidence_line(ev: dict[str, Any]) -> str:
     detail = (ev.get("detail") or ev.get("rationale") or "").strip().splitlines()
-    return f"      {ev.get('result', '?'):9} {detail[0][:160] if detail else ''}".rstrip()
+    line = f"      {ev.get('result', '?'):9} {detail[0][:160] if detail else ''}".rstrip()
+    without = ev.get("without_change")
+    if ev.get("passes_without_change"):
+        line += "\n        passes without the change: its new test passes on the baseline's code too"
+    elif isinstance(without, dict):
+        line += f"\n        on the baseline's code: {without.get('result')}"
+    return line
 
 
 def changed_lines(base: dict[str, Any]) -> list[str]:
@@ -124,7 +130,8 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
     evidence = (last or {}).get("evidence") or {}
     for c in criteria:
         ref = f"  `{c['verify_ref']}`" if c.get("verify_ref") else ""
-        out.append(f"  {c['id']} ({c['kind']}) {c['text']}{ref}")
+        kind = f"{c['kind']}, guard" if c.get("guard") else c["kind"]
+        out.append(f"  {c['id']} ({kind}) {c['text']}{ref}")
         if c["id"] in evidence:
             out.append(_evidence_line(evidence[c["id"]]))
     if t.get("attempts"):

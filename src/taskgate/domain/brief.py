@@ -17,7 +17,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from taskgate.domain import merging
 from taskgate.domain.baseline import protect_globs
-from taskgate.domain.models import Criterion, Decision, Finding, Note, Project, Spec, Task
+from taskgate.domain.models import Criterion, CriterionKind, Decision, Finding, Note, Project, Spec, Task
 from taskgate.domain.text import tail_lines
 
 TOKEN_BUDGET = 2000
@@ -36,6 +36,12 @@ TEST_REF_RULE = (
     "fix the spec (no attempt is used); write tests so each ref names exactly one. A command "
     "criterion's verify_ref is a shell command run in a clean checkout; exit 0 passes. Review "
     "criteria are judged by a reviewer."
+)
+
+NEW_TESTS_RULE = (
+    "A test you write for a test criterion whose test does not exist yet must fail on the code "
+    "before your change: the verifier runs it on the baseline's code too, and one that passes there "
+    "holds your submission for a human. A criterion marked guard expects its test to pass there."
 )
 
 # Prose is clipped to these lengths before anything is measured (marked with a trailing '…').
@@ -149,6 +155,11 @@ def build(
             **(
                 {"protected_paths": protect_globs(cfg.protect, [c.command for c in cfg.checks.values()])}
                 if cfg
+                else {}
+            ),
+            **(
+                {"new_tests": NEW_TESTS_RULE}
+                if cfg and any(c.kind is CriterionKind.TEST for c in criteria)
                 else {}
             ),
             **(

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
 from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN, SUBMITTED_PATTERN
 from taskgate.domain.errors import invalid
@@ -85,11 +85,22 @@ class SelfReport(StrEnum):
     NOT_RUN = "not_run"
 
 
+def _unset(value: bool) -> bool:
+    return not value
+
+
+# A test criterion that guards behaviour the baseline already has: its named test passing
+# without the change is what it expects. Written only when set, so the records, digests and
+# briefs of every other criterion read as they did before the field existed.
+Guard = Annotated[StrictBool, Field(default=False, exclude_if=_unset)]
+
+
 class Criterion(Record):
     id: str
     text: NonEmpty
     kind: CriterionKind = CriterionKind.REVIEW
     verify_ref: str | None = None
+    guard: Guard = False
 
     @field_validator("verify_ref")
     @classmethod
@@ -106,6 +117,7 @@ class CriterionInput(Record):
     text: NonEmpty
     kind: CriterionKind = CriterionKind.REVIEW
     verify_ref: str | None = None
+    guard: Guard = False
 
 
 class ExecutionDefaults(Record):
@@ -286,11 +298,15 @@ class WhyHuman(StrEnum):
     MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
     # Its named tests pass only with the submission's own edits to them.
     TESTS_EDITED = "tests_edited"
+    # A named test the submission wrote passes on the baseline's code too: no evidence of the change.
+    PASSES_WITHOUT_CHANGE = "passes_without_change"
 
 
 # The reasons a gate rule holds a submission for a person (the verdict needs_human): a human
 # allows it and verifies again, or reopens the task with findings.
-RULE_HOLDS = frozenset({WhyHuman.HELD, WhyHuman.TESTS_EDITED, WhyHuman.READS_GRADER})
+RULE_HOLDS = frozenset(
+    {WhyHuman.HELD, WhyHuman.TESTS_EDITED, WhyHuman.PASSES_WITHOUT_CHANGE, WhyHuman.READS_GRADER}
+)
 
 
 class NeedsHuman(Record):
@@ -309,15 +325,20 @@ class NeedsHuman(Record):
     # (resolve "allow") or answers with findings (reopen).
     paths: list[str] = Field(default_factory=list)
     diff: str = ""
+    # PASSES_WITHOUT_CHANGE: the criteria whose new named test passes on the baseline's code
+    # too, which a human allows (resolve "allow") or answers with findings (reopen).
+    criteria: list[str] = Field(default_factory=list)
 
 
 class AllowedChange(Record):
-    """A human's allowance for one submission (its commit as submitted) to change protected paths."""
+    """A human's allowance for one submission (its commit as submitted) to change protected
+    paths, and for criteria of it to pass without the change."""
 
     commit_sha: str
     paths: list[str]
     by: str
     at: datetime
+    criteria: list[str] = Field(default_factory=list)
 
 
 class CriteriaChange(Record):

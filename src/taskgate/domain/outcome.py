@@ -104,6 +104,17 @@ class Restored(BaseModel):
     diff: str = Field(default="", max_length=20_200)  # the restored files' diff, capped
 
 
+class WithoutChange(BaseModel):
+    """A test criterion whose named test the submission wrote (its baseline has none), run on
+    the baseline's code with the submission's test files: the check run a second time with
+    every other changed path as it is at the baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+    result: Evidence  # the criterion's evidence there
+    detail: str = Field(default="", max_length=20_000)
+    files: list[str] = Field(default_factory=list, max_length=2000)  # the submission's test files kept
+
+
 class CriterionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     result: Evidence
@@ -115,6 +126,10 @@ class CriterionResult(BaseModel):
     failures: list[FailedTest] = Field(default_factory=list, max_length=50)
     # Set when the evidence comes from a second run on the baseline's test files.
     restored: Restored | None = None
+    # Set when the named test is the submission's own: how it did on the baseline's code.
+    without_change: WithoutChange | None = None
+    # The server's reading: it passed here and on the baseline's code too (no evidence of the change).
+    passes_without_change: bool = False
 
 
 class ScreenHit(BaseModel):
@@ -173,7 +188,10 @@ class Outcome:
     diff: str = ""
     # NEEDS_HUMAN: the test criteria that pass only with the submission's edits to their tests.
     edited: list[str] = field(default_factory=list)
-    # NEEDS_HUMAN: which rule gives it to a person (HELD or TESTS_EDITED win over READS_GRADER).
+    # NEEDS_HUMAN: the test criteria whose new named test passes on the baseline's code too.
+    unchanged: list[str] = field(default_factory=list)
+    # NEEDS_HUMAN: which rule gives it to a person (HELD, TESTS_EDITED, PASSES_WITHOUT_CHANGE win
+    # over READS_GRADER).
     why_human: WhyHuman | None = None
 
 
@@ -227,6 +245,7 @@ def decide(
     screened: list[ScreenHit] | None = None,
     baseline: BaselineEvidence | None = None,
     allowed: Sequence[str] = (),
+    allowed_criteria: Sequence[str] = (),
 ) -> Outcome:
     """`config`: the project's verifier config. Its checks are the ones that must be reported
     (one missing is an error: the verifier broke, never a silent pass), and its reports the only
@@ -234,7 +253,8 @@ def decide(
     the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
     the hidden tests did; `screened`: the screen's hits in the lines the submission adds.
     `baseline`: what the submission changed (None: a verifier that did not say); `allowed`: the
-    protected paths a human allowed this submission to change.
+    protected paths a human allowed this submission to change; `allowed_criteria`: the criteria a
+    human allowed to pass without the change.
 
     Both rules that give a run to a person apply whatever the checks said. When both do, the
     held paths win (why_human HELD, so a human can allow them); the summary names the screen's
@@ -251,6 +271,7 @@ def decide(
         hidden=hidden,
         held=held_paths(config, baseline, allowed),
         diff=baseline.diff if baseline is not None else "",
+        allowed_criteria=allowed_criteria,
     )
     if not screened:
         return out
@@ -281,6 +302,7 @@ def _decide(
     hidden: HiddenRun | None,
     held: list[str],
     diff: str,
+    allowed_criteria: Sequence[str] = (),
 ) -> Outcome:
     if error and held:
         # The run broke after the verifier saw a changed harness: that change may be why.
@@ -360,6 +382,8 @@ def _decide(
             source=r.source if r is not None else None,
             failures=r.failures if r is not None and evidence is r.result else [],
             restored=r.restored if r is not None and c.kind is CriterionKind.TEST else None,
+            without_change=r.without_change if r is not None and c.kind is CriterionKind.TEST else None,
+            passes_without_change=evidence is Evidence.PASS and _passed_before(c, r),
         )
         if evidence is not Evidence.PASS:
             failed.append(
@@ -408,11 +432,14 @@ def _decide(
             why_human=WhyHuman.HELD,
         )
     edited = edited_tests(criteria, counted)
+    excused = honoured_guards(criteria, spec) | set(allowed_criteria)
+    unchanged = [c.id for c in criteria if counted[c.id].passes_without_change and c.id not in excused]
+    also = f"; and {unchanged_reason(unchanged, criteria)}" if unchanged else ""
     if edited:
         # Passing only with the submission's own edits to its test is no evidence either way.
         return Outcome(
             Verdict.NEEDS_HUMAN,
-            edited_reason(edited, counted),
+            edited_reason(edited, counted) + also,
             findings,
             [],
             counted,
@@ -420,7 +447,21 @@ def _decide(
             failed_checks,
             diff=edited_diff(edited, counted),
             edited=edited,
+            unchanged=unchanged,
             why_human=WhyHuman.TESTS_EDITED,
+        )
+    if unchanged:
+        # A test that passes whatever the code does is no evidence that the change does anything.
+        return Outcome(
+            Verdict.NEEDS_HUMAN,
+            unchanged_reason(unchanged, criteria),
+            findings,
+            [],
+            counted,
+            failed,
+            failed_checks,
+            unchanged=unchanged,
+            why_human=WhyHuman.PASSES_WITHOUT_CHANGE,
         )
     if not failing_checks and not failed and not hidden_count:
         return Outcome(
@@ -547,6 +588,40 @@ def edited_diff(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -
         if r.restored is not None and r.restored.diff:
             return r.restored.diff
     return ""
+
+
+def _passed_before(c: Criterion, r: CriterionResult | None) -> bool:
+    """Whether the criterion's new named test passed on the baseline's code too."""
+    return (
+        c.kind is CriterionKind.TEST
+        and r is not None
+        and r.without_change is not None
+        and r.without_change.result is Evidence.PASS
+    )
+
+
+def honoured_guards(criteria: list[Criterion], spec: Spec | None) -> set[str]:
+    """The guard criteria whose guard counts: those of their approved spec, marked guard there
+    (approved by a human, or an architect for low risk, as a command criterion is). A guard an
+    agent put on a task's own criteria, or on a spec nobody approved, is no guard: otherwise an
+    executor could declare its own trivially passing test a guard."""
+    if spec is None or spec.approved_by is None:
+        return set()
+    approved = {(c.id, c.verify_ref) for c in spec.criteria if c.guard and c.kind is CriterionKind.TEST}
+    return {c.id for c in criteria if c.guard and (c.id, c.verify_ref) in approved}
+
+
+def unchanged_reason(unchanged: Sequence[str], criteria: list[Criterion]) -> str:
+    """The reason a run holds a submission whose new named tests pass on the baseline's code too."""
+    by_id = {c.id: c for c in criteria}
+    parts = []
+    for cid in unchanged:
+        c = by_id[cid]
+        note = " (its guard counts only on a criterion of an approved spec)" if c.guard else ""
+        parts.append(
+            f"{cid} passes without the change: its new test `{c.verify_ref}` passes on the baseline's code too{note}"
+        )
+    return "; ".join(parts)
 
 
 def _line(f: FailedCriterion) -> str:

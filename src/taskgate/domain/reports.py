@@ -55,6 +55,7 @@ class TestCase:
     outcome: TestOutcome = TestOutcome.PASSED
     message: str = ""  # failure/error/skip message, clipped to MAX_MESSAGE_CHARS
     duration_ms: int | None = None
+    file: str = ""  # the file defining it, where the runner writes one ("" when it does not)
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,7 @@ def _test(case: Any) -> TestCase:
         outcome=outcome,
         message=message,
         duration_ms=_duration_ms(case._elem.get("time")),
+        file=_attr(case, "file"),
     )
 
 
@@ -227,7 +229,7 @@ def _duration_ms(seconds: str | None) -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The JSON report format: {"tests": [{"id", "status", "duration_ms"?, "message"?}]}
+# The JSON report format: {"tests": [{"id", "status", "duration_ms"?, "message"?, "file"?}]}
 
 
 class _JsonTest(BaseModel):
@@ -236,6 +238,7 @@ class _JsonTest(BaseModel):
     status: Literal["passed", "failed", "skipped"]
     duration_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     message: str | None = None
+    file: str | None = None
 
 
 class _JsonReport(BaseModel):
@@ -263,6 +266,7 @@ def parse_json(data: bytes) -> Report:
                 outcome=TestOutcome(t.status),
                 message=_clip(t.message or ""),
                 duration_ms=None if t.duration_ms is None else round(t.duration_ms),
+                file=t.file or "",
             )
         )
     return Report(tests=tuple(tests))

@@ -13,11 +13,14 @@ export`), and the same shape written by hand, so export then create round-trips.
     - **AC-3.1** (test) title_case capitalises each word — `test_text.test_title_case`
     - (command) the module compiles — `python -m py_compile text.py`
     - (review) every new function has a docstring
+    - (test, guard) slugs stay lowercase — `test_text.test_lower`
 
 The criteria list is the last `## Acceptance criteria` section: one `- ` item per criterion,
 its kind in parentheses (test, command or review), an id in bold optional (the server numbers
 criteria itself), and for test and command criteria the verify_ref in backticks after ` — `
-(an em dash; ` -- ` also works). Pure: text in, values out; a problem names its line.
+(an em dash; ` -- ` also works). A test criterion marked `(test, guard)` guards behaviour the
+baseline already has: its named test passing before the change is what it expects. Pure: text
+in, values out; a problem names its line.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ CRITERIA_HEADING = re.compile(r"^##\s+acceptance criteria\s*$", re.IGNORECASE)
 _TITLE = re.compile(r"^#\s+(?:SPEC-\d+:\s*)?(?P<title>\S.*?)\s*$")
 _META = re.compile(r"^(?:-\s+)?(?P<key>risk|status|approved by)\s*:\s*(?P<value>.*?)\s*$", re.IGNORECASE)
 _ITEM = re.compile(
-    r"^[-*]\s+(?:\*\*(?P<id>[^*]+)\*\*\s+)?\((?P<kind>[a-z]+)\)\s+(?P<rest>.+?)\s*$", re.IGNORECASE
+    r"^[-*]\s+(?:\*\*(?P<id>[^*]+)\*\*\s+)?\((?P<kind>[a-z]+)(?:\s*,\s*(?P<marker>[a-z]+))?\)\s+(?P<rest>.+?)\s*$",
+    re.IGNORECASE,
 )
 _REF = re.compile(r"^(?P<text>.*?)\s+(?:—|--)\s+`(?P<ref>[^`]+)`$")
 KINDS = ", ".join(k.value for k in CriterionKind)
+GUARD = "guard"  # the marker after a test criterion's kind: `(test, guard)`
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,13 @@ def parse_criteria(lines: list[str], *, first_line: int = 1) -> list[CriterionIn
         kind = m.group("kind").lower()
         if kind not in {k.value for k in CriterionKind}:
             raise invalid(f"line {n}: criterion kind {kind!r} is not one of {KINDS}")
+        marker = (m.group("marker") or "").lower()
+        if marker and marker != GUARD:
+            raise invalid(
+                f"line {n}: {marker!r} is not a criterion marker; the one marker is `(test, {GUARD})`"
+            )
+        if marker and kind != CriterionKind.TEST.value:
+            raise invalid(f"line {n}: {GUARD} marks test criteria only, not a {kind} criterion")
         rest = m.group("rest")
         ref_m = _REF.match(rest)
         text, ref = (ref_m.group("text"), ref_m.group("ref")) if ref_m else (rest, None)
@@ -68,7 +80,9 @@ def parse_criteria(lines: list[str], *, first_line: int = 1) -> list[CriterionIn
             raise invalid(f"line {n}: a {kind} criterion needs its verify_ref after ' — ' in backticks")
         if not text.strip():
             raise invalid(f"line {n}: the criterion says nothing before its verify_ref")
-        out.append(CriterionInput(text=text.strip(), kind=CriterionKind(kind), verify_ref=ref))
+        out.append(
+            CriterionInput(text=text.strip(), kind=CriterionKind(kind), verify_ref=ref, guard=marker == GUARD)
+        )
     return out
 
 

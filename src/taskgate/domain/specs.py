@@ -29,7 +29,12 @@ def numbered(given: list[CriterionInput], id_of: Callable[[int], str]) -> list[C
     for index, c in enumerate(given, start=1):
         if c.kind in (CriterionKind.TEST, CriterionKind.COMMAND) and not (c.verify_ref or "").strip():
             raise invalid(f"criterion {index}: a {c.kind.value} criterion needs verify_ref")
-        out.append(Criterion(id=id_of(index), text=c.text, kind=c.kind, verify_ref=c.verify_ref))
+        if c.guard and c.kind is not CriterionKind.TEST:
+            # Only a named test can pass before the change; a command or a review has no baseline run.
+            raise invalid(f"criterion {index}: guard applies to test criteria only, not to a {c.kind.value}")
+        out.append(
+            Criterion(id=id_of(index), text=c.text, kind=c.kind, verify_ref=c.verify_ref, guard=c.guard)
+        )
     return out
 
 
@@ -61,8 +66,8 @@ def criteria_change(
     Criteria are compared by what they ask (kind, ref, text), not by id: a task's own criteria
     are renumbered by every edit."""
 
-    def asks(c: Criterion) -> tuple[str, str | None, str]:
-        return (c.kind.value, c.verify_ref, c.text)
+    def asks(c: Criterion) -> tuple[str, str | None, str, bool]:
+        return (c.kind.value, c.verify_ref, c.text, c.guard)
 
     kept_before = {asks(c) for c in before}
     kept_after = {asks(c) for c in after}
@@ -103,5 +108,6 @@ def render_markdown(spec: Spec) -> str:
     lines += ["", spec.body.strip(), "", "## Acceptance criteria", ""]
     for c in spec.criteria:
         ref = f" — `{c.verify_ref}`" if c.verify_ref else ""
-        lines.append(f"- **{c.id}** ({c.kind.value}) {c.text}{ref}")
+        kind = f"{c.kind.value}, guard" if c.guard else c.kind.value
+        lines.append(f"- **{c.id}** ({kind}) {c.text}{ref}")
     return "\n".join(line for line in lines).strip() + "\n"

@@ -116,6 +116,18 @@ def _check(c: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _criterion(e: Mapping[str, Any]) -> dict[str, Any]:
+    """A criterion's result; with, when its new named test passed on the baseline's code too,
+    that it did (and how it did there, whenever it ran there)."""
+    out: dict[str, Any] = {"result": e.get("result")}
+    without = e.get("without_change")
+    if isinstance(without, Mapping):
+        out["withoutChange"] = without.get("result")
+    if e.get("passes_without_change"):
+        out["passesWithoutChange"] = True
+    return out
+
+
 def test_result(
     *,
     repo: str,
@@ -174,7 +186,7 @@ def test_result(
         **facts,
         "verdict": verdict,
         "checks": {name: _check(c) for name, c in sorted(checks.items())},
-        "criteria": {cid: {"result": (e or {}).get("result")} for cid, e in sorted(evidence.items())},
+        "criteria": {cid: _criterion(e or {}) for cid, e in sorted(evidence.items())},
     }
     return statement(subject(repo, commit_sha, full_commit), TEST_RESULT, predicate)
 

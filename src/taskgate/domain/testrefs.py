@@ -361,17 +361,38 @@ def match(report: Report, ref: str) -> RefResult:
     return result if found else _missing(ref, [index])
 
 
-def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
-    """The result, and whether the ref points at anything in this report."""
-    parts = segments(ref)
-    if not parts:
-        return RefResult(Evidence.MISSING, "the verify_ref is empty"), False
+def _named(index: _Index, parts: list[str], ref: str) -> list[_Node]:
+    """What steps 1 and 2 find for a ref (step 3 only where they find nothing)."""
     exact = index.find_classname_name(ref)
     hits = exact or index.find_path(parts)
     if len(exact) == 1:
         # A test written to answer to the ref exactly does not hide another that the ref names
         # as a dotted path (the same test under a longer module path): both are the ref's.
         hits = [*exact, *(n for n in index.find_by_classname(ref) if n is not exact[0])]
+    return hits
+
+
+def matched_tests(reports: Mapping[str, Report], ref: str) -> tuple[TestCase, ...]:
+    """Every run of the tests a ref names (each test of the group it names), when it names
+    exactly one test or group in exactly one report; else none."""
+    parts = segments(ref)
+    if not parts:
+        return ()
+    found: list[_Node] = []
+    for report in reports.values():
+        index = _index(report)
+        found += _named(index, parts, ref) or index.find_by_classname(ref)
+    if len(found) != 1:
+        return ()
+    return tuple(run for test in found[0].tests() for run in test.runs)
+
+
+def _match(index: _Index, ref: str) -> tuple[RefResult, bool]:
+    """The result, and whether the ref points at anything in this report."""
+    parts = segments(ref)
+    if not parts:
+        return RefResult(Evidence.MISSING, "the verify_ref is empty"), False
+    hits = _named(index, parts, ref)
     if len(hits) > 1:
         detail = f"`{normalize(ref)}` matches {_matches(hits)}: {_listing(hits)}"
         return RefResult(Evidence.AMBIGUOUS, _clip(detail)), True

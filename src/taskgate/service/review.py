@@ -305,8 +305,8 @@ class Resolution(StrEnum):
     BLOCK = "block"
     REVISE_SPEC = "revise_spec"
     REVERIFY = "reverify"
-    # A task held for protected paths: a human allows the submission's change to them, and it
-    # is verified again with the change allowed.
+    # A task held for protected paths, or for criteria whose new named test passes on the
+    # baseline's code too: a human allows them, and it is verified again with them allowed.
     ALLOW = "allow"
     CANCEL = "cancel"
 
@@ -372,17 +372,39 @@ def _resolve(
     if resolution is Resolution.REVERIFY and task.last_submission() is None:
         raise invalid(f"{task_id} has no submission to verify again; requeue it instead")
     allowed: list[str] | None = None
+    allowed_criteria: list[str] | None = None
     if resolution is Resolution.ALLOW:
         held = task.needs_human
         submission = task.last_submission()
-        if held is None or held.why is not WhyHuman.HELD or not held.paths or submission is None:
-            raise invalid(f"{task_id} is not held for protected paths: there is no change to allow")
+        paths = held is not None and held.why is WhyHuman.HELD and bool(held.paths)
+        unchanged = held is not None and held.why is WhyHuman.PASSES_WITHOUT_CHANGE and bool(held.criteria)
+        if held is None or not (paths or unchanged) or submission is None:
+            raise invalid(
+                f"{task_id} is not held for protected paths or for criteria passing without the change: "
+                "there is nothing to allow"
+            )
         if not who.is_human or who.is_delegated:
             # The allowance is signed as a person's: an agent acting for one does not give it.
-            raise TaskgateError(ErrorCode.FORBIDDEN, "only a human allows a change to protected paths")
-        allowed = list(held.paths)
+            raise TaskgateError(
+                ErrorCode.FORBIDDEN,
+                "only a human allows a change to protected paths or a criterion passing without the change",
+            )
+        # What a human allowed this submission before (the other rule, an earlier run) stands.
+        before = (
+            task.allowed
+            if task.allowed is not None and task.allowed.commit_sha == submission.commit_sha
+            else None
+        )
+        allowed = sorted({*(before.paths if before else []), *(held.paths if paths else [])})
+        allowed_criteria = sorted(
+            {*(before.criteria if before else []), *(held.criteria if unchanged else [])}
+        )
         changes["allowed"] = AllowedChange(
-            commit_sha=submission.commit_sha, paths=allowed, by=who.actor, at=ctx.clock.now()
+            commit_sha=submission.commit_sha,
+            paths=allowed,
+            by=who.actor,
+            at=ctx.clock.now(),
+            criteria=allowed_criteria,
         )
     if resolution is Resolution.REVISE_SPEC:
         if task.spec_id is None:
@@ -426,7 +448,8 @@ def _resolve(
         spec_draft=resolution is Resolution.REQUEUE and ctx.spec_is_draft(task),
         resolution=resolution.value,
         note=note or None,
-        allowed=allowed,
+        allowed=allowed or None,
+        allowed_criteria=allowed_criteria or None,
     )
     ctx.commit([put_task(task, new), put_event(ev), *extra])
     return new.model_copy(update={"version": task.version + 1})

@@ -292,6 +292,8 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "config": project.verifier_config.model_dump(mode="json") if project.verifier_config else None,
         "criteria": [c.model_dump(mode="json") for c in criteria],
         "command_criteria_allowed": rules.command_criteria_allowed(criteria, spec),
+        # The guard criteria whose guard counts: their new named tests need no run on the baseline.
+        "guards": sorted(rules.honoured_guards(criteria, spec)),
         "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
         "reverify": reverify,
     }
@@ -544,6 +546,7 @@ def finish(
         screened=screened,
         baseline=baseline,
         allowed=allowed.paths if allowed is not None else (),
+        allowed_criteria=allowed.criteria if allowed is not None else (),
     )
     now = ctx.clock.now()
     changes: dict[str, Any] = {"live_run": None}
@@ -597,7 +600,12 @@ def finish(
     if new.needs_human is not None and verdict.why_human is not None:
         # The outcome rule says which rule held it; the paths and diff go with a protected change.
         held_for = new.needs_human.model_copy(
-            update={"why": verdict.why_human, "paths": verdict.held, "diff": verdict.diff}
+            update={
+                "why": verdict.why_human,
+                "paths": verdict.held,
+                "diff": verdict.diff,
+                "criteria": verdict.unchanged,
+            }
         )
         new = new.model_copy(update={"needs_human": held_for})
     kept_baseline = None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskgate.domain import screen
+from taskgate.domain import newtests, screen
 from taskgate.domain.baseline import (
     DIFF_MAX_CHARS,
     MAX_CHANGED,
@@ -49,10 +49,11 @@ from taskgate.domain.outcome import (
     HiddenRun,
     Restored,
     ScreenHit,
+    WithoutChange,
 )
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.runners import runner_line
-from taskgate.domain.testrefs import failed_names, match_reports
+from taskgate.domain.testrefs import failed_names, match_reports, matched_tests
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, environment_failure, fails_on_baseline, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
@@ -205,9 +206,11 @@ class Runner:
             return  # merging is not verification: a conflict is found before any check runs
         committed = self._clear_reports(cfg, co)
         second = None
+        submitted = None
         if by_kind[CriterionKind.TEST]:
             with g.timed("second_tree"):
                 second = self._restored_tree(co, base, stack)
+                submitted = self._submitted(cfg, co, base, g, stack)
         placed = None
         if cfg.hidden_tests is not None:
             # Last before the checks: nothing of the submission's is compared with them.
@@ -236,6 +239,10 @@ class Runner:
         if second is not None:
             with g.timed("second_run"):
                 self._second_run(by_kind[CriterionKind.TEST], cfg, co, second, g, stack)
+        if submitted is not None:
+            self._without_change(
+                by_kind[CriterionKind.TEST], work, cfg, co, submitted, tree, second, reports, g
+            )
         if by_kind[CriterionKind.COMMAND]:
             with g.timed("commands"):
                 self._commands(by_kind[CriterionKind.COMMAND], cfg, dirs, g)
@@ -758,6 +765,109 @@ class Runner:
                 }
             )
 
+    def _submitted(
+        self, cfg: VerifierConfig, co: Checkout, base: Baseline, g: Gathered, stack: ExitStack
+    ) -> _Submitted | None:
+        """The files the submission changes, copied aside as the first run will see them, while
+        the checkout is still the verifier's (after the checks it holds whatever they made of
+        it): a run on the baseline's code takes the submission's test files from here. None
+        when it changes nothing (or is its own baseline)."""
+        if g.baseline is None or base.commit == co.head:
+            return None
+        changed = [p for p in g.baseline.changed if not cfg.replaced_before_checks(p)]
+        if not changed:
+            return None
+        top = Path(tempfile.mkdtemp(prefix="taskgate-submitted-"))
+        stack.callback(shutil.rmtree, top, True)
+        for rel in changed:
+            src = co.path / rel
+            if occupied(co.path, rel, parents_only=True) is not None:
+                continue  # under a link: nothing of its own to keep
+            if src.is_symlink() or src.is_file():
+                (top / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, top / rel, follow_symlinks=False)
+        return _Submitted(path=top, changed=changed)
+
+    def _without_change(
+        self,
+        tests: list[Criterion],
+        work: dict[str, Any],
+        cfg: VerifierConfig,
+        co: Checkout,
+        sub: _Submitted,
+        tree: Path | None,
+        second: _SecondTree | None,
+        reports: dict[str, Report],
+        g: Gathered,
+    ) -> None:
+        """A passing test criterion whose named test the submission wrote (defined in a file it
+        changes, unless the second run found it in the baseline's version) must fail before the
+        change: the checks run again on the baseline's tree with the submission's test files,
+        and each such criterion keeps how it did there. No run when there is no such criterion,
+        or each is a guard whose guard counts."""
+        guards = set(work.get("guards") or [])
+        root = str(co.path)
+        wrote: dict[str, set[str]] = {}
+        for c in tests:
+            r = g.results[c.id]
+            if c.id in guards or r.result is not Evidence.PASS:
+                continue  # a guard expects to pass before; what does not pass here holds nothing
+            found = matched_tests(reports, c.verify_ref or "")
+            files = newtests.defining_files(found, sub.changed, root)
+            if not files and newtests.unplaced(found):
+                files = {p for p in sub.changed if is_test_file(p)}
+            if not files:
+                continue  # its test is in files the submission left as they were
+            if second is not None and r.restored is not None and files <= set(second.files):
+                continue  # the baseline's version holds it: judged by it (the second run)
+            wrote[c.id] = files
+        if not wrote:
+            return
+        reported = [t for report in reports.values() for t in report.all_tests()]
+        kept = newtests.paths_of_tests(sub.changed, reported, set().union(*wrote.values()), root)
+        self.progress(
+            f"without the change: {', '.join(wrote)} name tests the submission wrote; the checks again "
+            f"on the baseline's code with its test files ({', '.join(kept)})"
+        )
+        with g.timed("without_change"):
+            checks, there = self._on_baseline_code(cfg, co, sub, kept, tree)
+        news = [c for c in tests if c.id in wrote]
+        g3 = Gathered(checks=checks)
+        self._test_criteria(news, cfg, there, g3)
+        for c in news:
+            again = g3.results[c.id]
+            g.results[c.id] = g.results[c.id].model_copy(
+                update={"without_change": WithoutChange(result=again.result, detail=again.detail, files=kept)}
+            )
+
+    def _on_baseline_code(
+        self, cfg: VerifierConfig, co: Checkout, sub: _Submitted, kept: list[str], tree: Path | None
+    ) -> tuple[dict[str, CheckResult], dict[str, Report]]:
+        """Every check on the baseline's tree (the empty tree when there is none) with the
+        submission's versions of `kept`; their results and reports."""
+        where = Path(tempfile.mkdtemp(prefix="without-", dir=co.path.parent))
+        if tree is not None:
+            with tarfile.open(tree) as archive:
+                archive.extractall(where, filter="data")
+        for rel in kept:
+            if occupied(where, rel, parents_only=True) is not None:
+                continue  # the baseline has a link or a file above it: never written through
+            target = where / rel
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.is_symlink() or target.exists():
+                target.unlink()
+            src = sub.path / rel
+            if src.is_symlink() or src.exists():  # else the submission deletes it
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, target, follow_symlinks=False)
+        there_co = dataclasses.replace(co, path=where)
+        self._clear_reports(cfg, there_co)
+        g3 = Gathered()
+        with self.sandbox.lend(where) as there:
+            started = self._checks(cfg, there, g3)
+        return g3.checks, self._reports(cfg, there_co, g3, started, set())
+
     def _baseline_archive(self, co: Checkout, base: Baseline) -> Path | None:
         """The baseline's tree, archived while git is still the verifier's: a check that fails
         as if its environment were broken is run again on it. None: no baseline."""
@@ -846,6 +956,12 @@ class Runner:
 def _split(full_name: str) -> tuple[str, str]:
     classname, _, name = full_name.rpartition(".")
     return classname, name
+
+
+@dataclass(frozen=True)
+class _Submitted:
+    path: Path  # the changed files as the first run sees them (a deleted one is absent)
+    changed: list[str]  # the paths the submission changes against its baseline
 
 
 @dataclass(frozen=True)

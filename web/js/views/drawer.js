@@ -12,7 +12,7 @@ import { eventDetail } from "../eventtext.js";
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
 // Why a gate rule holds a submission for a person (the server's RULE_HOLDS): a human allows
 // it (protected paths only) or reopens the task with findings.
-const RULE_HOLDS = new Set(["held", "tests_edited", "reads_grader"]);
+const RULE_HOLDS = new Set(["held", "tests_edited", "passes_without_change", "reads_grader"]);
 const PAGE = 50;
 const MAX_PAGES = 40;
 
@@ -298,6 +298,10 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         // The submission changes protected paths: allowing it verifies it again with the change allowed, signed as yours.
         resolutions.push(resolve("allow", `Allow ${id}'s change to ${task.needs_human.paths.join(", ")}?`, "Allow the change", [], "The submission is verified again with these protected paths allowed; the allowance is recorded in history and signed as yours."));
       }
+      if (held && task.needs_human.why === "passes_without_change") {
+        // New named tests pass on the baseline's code too: allowing them verifies it again with them counted, signed as yours.
+        resolutions.push(resolve("allow", `Allow ${task.needs_human.criteria.join(", ")} to pass without the change?`, "Allow the tests", [], "The submission is verified again with these criteria's new tests counted as evidence though they pass on the baseline's code too; the allowance is recorded in history and signed as yours."));
+      }
       if (task.attempts.some((a) => a.submission)) {
         resolutions.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
       }
@@ -397,9 +401,9 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         "tr",
         { class: "criterion", dataset: { criterion: c.id } },
         h("th", { scope: "row", class: "nowrap" }, c.id),
-        h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
+        h("td", { class: "criterion-text" }, h("span", { class: "kind" }, c.guard ? `${c.kind}, guard` : c.kind), " ", c.text, c.verify_ref ? [" ", h("code", {}, c.verify_ref)] : null),
         h("td", {}, ev ? resultBadge(ev.result) : h("span", { class: "muted" }, run ? "no evidence" : "not verified yet")),
-        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", evidenceFlags(ev), ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null] : ""),
+        h("td", { class: "criterion-detail" }, ev ? [ev.detail || "", evidenceFlags(ev), ev.rationale ? h("p", { class: "rationale" }, ev.rationale) : null, src ? h("p", { class: "muted" }, src) : null, withoutChange(ev)] : ""),
         h("td", {}, said ? resultBadge(said) : ""),
       );
       return [row, evidenceFailuresRow(c, ev)];
@@ -420,6 +424,12 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         ),
       ),
     );
+  }
+
+  // How a criterion whose named test the submission wrote did on the baseline's code.
+  function withoutChange(ev) {
+    if (ev.passes_without_change) return h("p", { class: "without-change" }, "Passes without the change: its new test passes on the baseline's code too.");
+    return ev.without_change ? h("p", { class: "muted" }, `On the baseline's code: ${ev.without_change.result}.`) : null;
   }
 
   // A failing criterion's failing tests, each with its full name and its own message, on a row
