@@ -892,9 +892,8 @@ class Model:
         if t.live_run is not None:
             self.runs[t.live_run].state = "error"
             t.live_run = None
-        if t.status == VERIFIED:
-            t.errors_in_row = 0  # a re-verification's error leaves the verdict as it was
-            return
+        # A re-verification's error leaves the verdict as it was, but counts like any other:
+        # the third in a row is a human's.
         t.errors_in_row += 1
         if t.errors_in_row >= VERIFIER_ERRORS_TO_HUMAN:
             self._to_human(t, "verifier_errors")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.domain.models import Risk, Status
+from taskgate.domain.lifecycle import Action
+from taskgate.domain.models import Risk, Status, WhyHuman
 from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting
 from taskgate.service import brief, projects, review, verification
-from tests.service.scenarios import new_scene, reach, verify
+from tests.service.scenarios import new_scene, reach, reverify, verify
 from tests.support.world import World, dump
 
 
@@ -191,6 +192,29 @@ def test_three_verifier_errors_in_a_row_go_to_needs_human_and_reverify_resumes(w
     verify(scene, None, error="clone failed")
     t = world.reload(scene.task_id)
     assert t.status is Status.NEEDS_HUMAN and t.attempts_used == 0
+    review.resolve(world.ctx, world.human, scene.task_id, review.Resolution.REVERIFY)
+    verify(scene, Evidence.PASS)
+    assert world.reload(scene.task_id).status is Status.VERIFIED
+
+
+def test_three_re_verification_errors_in_a_row_are_a_humans_and_stop_the_loop(world: World) -> None:
+    """A stale verified task whose re-verification errs stays verified (and stale) twice; the
+    third error in a row hands it to a human, and the verifier is offered it no more."""
+    scene = new_scene(world, verification_on=True)
+    reach(scene, Status.VERIFIED)
+    assert scene.verifier is not None
+    for n in (1, 2, 3):
+        if n > 1:  # still stale and verified: offered again
+            assert scene.task_id in [w.id for w in verification.waiting(world.ctx, scene.verifier, "demo")]
+        reverify(scene, Action.STALE_ERROR)
+        t = world.reload(scene.task_id)
+        assert (t.status, t.verifier_errors_in_row) == (
+            (Status.VERIFIED, n) if n < 3 else (Status.NEEDS_HUMAN, 3)
+        ), n
+    offered = verification.waiting(world.ctx, scene.verifier, "demo")
+    assert scene.task_id not in [w.id for w in offered], offered
+    assert t.needs_human is not None and t.needs_human.why is WhyHuman.VERIFIER_ERRORS
+    assert t.needs_human.reason == "3 verifier errors in a row; the last: checkout failed"
     review.resolve(world.ctx, world.human, scene.task_id, review.Resolution.REVERIFY)
     verify(scene, Evidence.PASS)
     assert world.reload(scene.task_id).status is Status.VERIFIED

@@ -229,3 +229,25 @@ def test_a_spec_error_is_one_row_that_uses_no_attempt() -> None:
     assert why_human(row, out, max_attempts=3, text="spec error: AC-1.3 `x` matches 2 tests")[1] == (
         "spec error: AC-1.3 `x` matches 2 tests"
     )
+
+
+def test_third_re_verification_error_in_a_row_goes_to_needs_human() -> None:
+    """A re-verification that errs leaves the verdict, but counts: left verified and stale, the
+    task would be handed out again at once to a verifier that cannot run it."""
+    err = find_move(Status.VERIFIED, Action.STALE_ERROR)
+    one = land(err, attempts_used=1, max_attempts=3, verifier_errors_in_row=0)
+    two = land(err, attempts_used=1, max_attempts=3, verifier_errors_in_row=one.verifier_errors_in_row)
+    three = land(err, attempts_used=1, max_attempts=3, verifier_errors_in_row=two.verifier_errors_in_row)
+    assert [one.target, two.target, three.target] == [Status.VERIFIED, Status.VERIFIED, Status.NEEDS_HUMAN]
+    assert [one.verifier_errors_in_row, two.verifier_errors_in_row] == [1, 2]
+    assert three.attempts_used == 1
+    why, text = why_human(err, three, max_attempts=3, text="verifier error: checkout failed")
+    assert why is WhyHuman.VERIFIER_ERRORS
+    assert text == "3 verifier errors in a row; the last: verifier error: checkout failed"
+    passed = land(
+        find_move(Status.VERIFIED, Action.STALE_PASS),
+        attempts_used=1,
+        max_attempts=3,
+        verifier_errors_in_row=2,
+    )
+    assert passed.verifier_errors_in_row == 0

@@ -300,8 +300,11 @@ def land(
     conflicts_in_row: int = 0,
 ) -> Outcome:
     used = attempts_used + (1 if move.uses_attempt else 0)
-    errors = verifier_errors_in_row + 1 if move.action is Action.VERIFY_ERROR else 0
-    if move.action is Action.VERIFY_ERROR and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
+    # A re-verification's error counts too: left verified and stale, the task would be handed
+    # out again at once, and a verifier that cannot run it would loop on it.
+    erred = move.action in (Action.VERIFY_ERROR, Action.STALE_ERROR)
+    errors = verifier_errors_in_row + 1 if erred else 0
+    if erred and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
         return Outcome(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts_in_row)
     # Conflicts count until a run gets through the merge or a human steps in.
     conflicts = conflicts_in_row
@@ -380,7 +383,7 @@ def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") ->
         # Which rule held it (HELD or READS_GRADER) is the outcome rule's to say: the service
         # sets it from the verdict; HELD is the reason a hold has without one.
         return WhyHuman.HELD, text or "the gate's rules hold the submission for a person"
-    if move.action is Action.VERIFY_ERROR:
+    if move.action in (Action.VERIFY_ERROR, Action.STALE_ERROR):
         last = f"; the last: {text}" if text else ""
         return WhyHuman.VERIFIER_ERRORS, f"{out.verifier_errors_in_row} verifier errors in a row{last}"
     if move.action in _CONFLICTS:
