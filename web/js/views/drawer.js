@@ -27,14 +27,16 @@ function kv(pairs) {
 
 // Flags the verifier or the server set on a criterion's evidence, whatever their name: an array
 // `flags` (strings, or {kind, text}) and any field that is exactly true. One the board does not
-// know yet is still shown, in words made from its name.
+// know yet is still shown, in words made from its name. Flags the drawer says in a sentence of
+// their own are left out here.
+const SAID_ELSEWHERE = new Set(["passes_without_change"]);
 function evidenceFlags(ev) {
   const out = [];
   for (const f of Array.isArray(ev.flags) ? ev.flags : []) {
     if (typeof f === "string") out.push([f, f.replaceAll("_", " ")]);
     else if (f && typeof f.kind === "string") out.push([f.kind, typeof f.text === "string" ? f.text : f.kind.replaceAll("_", " ")]);
   }
-  for (const [k, v] of Object.entries(ev)) if (v === true) out.push([k, k.replaceAll("_", " ")]);
+  for (const [k, v] of Object.entries(ev)) if (v === true && !SAID_ELSEWHERE.has(k)) out.push([k, k.replaceAll("_", " ")]);
   return out.length ? h("ul", { class: "flags evidence-flags" }, out.map(([kind, words]) => h("li", { class: "flag evidence-flag", dataset: { flag: kind } }, words))) : null;
 }
 
