@@ -717,9 +717,12 @@ class Model:
             # Silent: the setting lives in the verifier config, so it holds with verification
             # off too (no re-verification runs then: a human reopens, or switches it back on).
             chk.need(self.accept_stale or not self.stale(t), "E_WRONG_STATE", "stale, re-verify first")
-            # Low-risk work in batches or from chat; medium and high one by one in the UI.
+            # Low-risk work in batches or from chat; medium and high one by one in the UI. The
+            # risk is the spec's as it is now, even for a task whose own copy no longer follows
+            # it (done or cancelled).
+            risk = self.specs[t.spec].risk if t.spec is not None else t.risk
             chk.need(
-                t.risk == "low" or not (batch or c.on_behalf_of is not None),
+                risk == "low" or not (batch or c.on_behalf_of is not None),
                 "E_FORBIDDEN",
                 "medium/high risk is accepted one by one by a human",
             )

@@ -27,6 +27,8 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from taskgate.verifier import untar
+
 BUCKET_VAR = "TASKGATE_CACHE_BUCKET"
 PREFIX = "cache/"
 # A key names one object: letters, digits and . _ - only, so it never reaches another prefix.
@@ -67,7 +69,7 @@ class S3CacheStore:
             spool.seek(0)
             into.mkdir(parents=True, exist_ok=True)
             with tarfile.open(fileobj=spool, mode="r:gz") as tar:
-                tar.extractall(into, filter="tar")
+                untar.extract(tar, into, links_out=True)
         return True
 
     def save(self, key: str, source: Path) -> None:

@@ -57,7 +57,7 @@ from taskgate.domain.testrefs import failed_names, match_reports, matched_tests
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
 from taskgate.domain.tooling import ADVICE, environment_failure, fails_on_baseline, no_tool
 from taskgate.domain.verifier_config import IMAGE_VAR, CacheSpec, CheckSpec, ReviewerSpec, VerifierConfig
-from taskgate.verifier import hidden, process, reviewer, tools
+from taskgate.verifier import hidden, process, reviewer, tools, untar
 from taskgate.verifier.cache import (
     MANIFEST,
     PLACEHOLDER,
@@ -848,7 +848,7 @@ class Runner:
         where = Path(tempfile.mkdtemp(prefix="without-", dir=co.path.parent))
         if tree is not None:
             with tarfile.open(tree) as archive:
-                archive.extractall(where, filter="data")
+                untar.extract(archive, where)
         for rel in kept:
             if occupied(where, rel, parents_only=True) is not None:
                 continue  # the baseline has a link or a file above it: never written through
@@ -909,7 +909,7 @@ class Runner:
         check = cfg.checks[name]
         where = Path(tempfile.mkdtemp(prefix="baseline-", dir=tree.parent))
         with tarfile.open(tree) as archive:
-            archive.extractall(where, filter="data")
+            untar.extract(archive, where)
         with self.sandbox.lend(where) as there:
             done = self._run(check.command, there, check.timeout_minutes or cfg.check_timeout_minutes)
         if done.timed_out:
