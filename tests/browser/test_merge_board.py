@@ -24,7 +24,9 @@ CONF = "LIMIT = 10\n"
 CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
 USES = "import conf\n\n\ndef test_uses_limit():\n    assert conf.LIMIT * 2 == 20\n"
 RENAMED = {"conf.py": "MAX_LIMIT = 10\n", "test_conf.py": CONF_TEST.replace("LIMIT", "MAX_LIMIT")}
-USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit"}
+# The limit already doubles on main: a test of it is a guard of behaviour that exists, which
+# passes before the change too.
+USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit", "guard": True}
 # A file name an agent chose: the board must show it as text, never as markup.
 MARKUP_NAME = "<b>bold</b><img src=x onerror=alert(1)>.txt"
 

@@ -22,12 +22,14 @@ from tests.verifier.test_merge import RENAME, RENAMED, RENAMED_TEST, USE, USES, 
 
 
 def own_test(name: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """A task's files (a test of its own) and its criterion on that test."""
+    """A task's files (a test of its own) and its criterion on that test: a guard, as the test
+    passes on main's code too."""
     body = f"def test_{name}():\n    assert '{name}'.isalpha()\n"
     return {f"test_{name}.py": body}, {
         "text": f"{name} works",
         "kind": "test",
         "verify_ref": f"test_{name}.test_{name}",
+        "guard": True,
     }
 
 
