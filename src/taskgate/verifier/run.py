@@ -81,7 +81,7 @@ from taskgate.verifier.checkout import (
 )
 from taskgate.verifier.merging import Conflict, onto_base
 from taskgate.verifier.reading import ReportMissing, read_report
-from taskgate.verifier.sandbox import RunDirs, Sandbox
+from taskgate.verifier.sandbox import RUN_DIR_MODE, RunDirs, Sandbox
 
 DETAIL_CHARS = 1000
 REPORT_FAILED_LISTED = 10  # failing testcases of a report named with its check's result
@@ -845,28 +845,43 @@ class Runner:
     ) -> tuple[dict[str, CheckResult], dict[str, Report]]:
         """Every check on the baseline's tree (the empty tree when there is none) with the
         submission's versions of `kept`; their results and reports."""
-        where = Path(tempfile.mkdtemp(prefix="without-", dir=co.path.parent))
-        if tree is not None:
-            with tarfile.open(tree) as archive:
-                untar.extract(archive, where)
-        for rel in kept:
-            if occupied(where, rel, parents_only=True) is not None:
-                continue  # the baseline has a link or a file above it: never written through
-            target = where / rel
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.is_symlink() or target.exists():
-                target.unlink()
-            src = sub.path / rel
-            if src.is_symlink() or src.exists():  # else the submission deletes it
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, target, follow_symlinks=False)
-        there_co = dataclasses.replace(co, path=where)
-        self._clear_reports(cfg, there_co)
-        g3 = Gathered()
-        with self.sandbox.lend(where) as there:
-            started = self._checks(cfg, there, g3)
-        return g3.checks, self._reports(cfg, there_co, g3, started, set())
+        with self._baseline_tree(tree) as where:
+            for rel in kept:
+                if occupied(where, rel, parents_only=True) is not None:
+                    continue  # the baseline has a link or a file above it: never written through
+                target = where / rel
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                elif target.is_symlink() or target.exists():
+                    target.unlink()
+                src = sub.path / rel
+                if src.is_symlink() or src.exists():  # else the submission deletes it
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, target, follow_symlinks=False)
+            there_co = dataclasses.replace(co, path=where)
+            self._clear_reports(cfg, there_co)
+            g3 = Gathered()
+            with self.sandbox.lend(where) as there:
+                started = self._checks(cfg, there, g3)
+                # Read while the tree is still the check user's: a report must be its own.
+                return g3.checks, self._reports(cfg, there_co, g3, started, set())
+
+    @contextmanager
+    def _baseline_tree(self, tree: Path | None) -> Iterator[Path]:
+        """The baseline's tree (empty when there is none) in a run directory of its own, as the
+        checkout's: the check user may pass through it (0711) and a worker that is not root may
+        lend it and take it back. Removed afterwards."""
+        top = Path(tempfile.mkdtemp(prefix="taskgate-verify-"))
+        try:
+            os.chmod(top, RUN_DIR_MODE)
+            where = top / "checkout"
+            where.mkdir()
+            if tree is not None:
+                with tarfile.open(tree) as archive:
+                    untar.extract(archive, where)
+            yield where
+        finally:
+            shutil.rmtree(top, ignore_errors=True)
 
     def _baseline_archive(self, co: Checkout, base: Baseline) -> Path | None:
         """The baseline's tree, archived while git is still the verifier's: a check that fails
@@ -907,14 +922,11 @@ class Runner:
     def _on_baseline(self, cfg: VerifierConfig, name: str, tree: Path) -> str | None:
         """How check `name` fails on the baseline's tree (environment_failure's words), or None."""
         check = cfg.checks[name]
-        where = Path(tempfile.mkdtemp(prefix="baseline-", dir=tree.parent))
-        with tarfile.open(tree) as archive:
-            untar.extract(archive, where)
-        with self.sandbox.lend(where) as there:
+        with self._baseline_tree(tree) as where, self.sandbox.lend(where) as there:
             done = self._run(check.command, there, check.timeout_minutes or cfg.check_timeout_minutes)
+            wrote = check.report is not None and (where / check.report.path).is_file()
         if done.timed_out:
             return None
-        wrote = check.report is not None and (where / check.report.path).is_file()
         missing = check.report is not None and not wrote
         return environment_failure(check.command, done.exit_code, _tail(done.output), missing)
 
