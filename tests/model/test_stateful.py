@@ -7,6 +7,8 @@ divergence, with Hypothesis shrinking it to a minimal sequence of steps.
 
 from __future__ import annotations
 
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -58,17 +60,27 @@ def _reached(recorder: Recorder) -> set[str]:
     return {k.split(" by ")[0] for k, n in recorder.outcomes.items() if k.endswith("-> ok")}
 
 
-@pytest.mark.parametrize("adapter", ["sqlite", "dynamodb"])
-def test_the_services_follow_the_model(adapter: str) -> None:
+def _profile(adapter: str) -> tuple[set[str], int]:
+    """One adapter's profile, every step compared (a divergence raises): what it reached."""
     recorder = Recorder()
     machine = machine_for(adapter, strict=True, recorder=recorder)
     examples, steps = PROFILES[adapter]
-    must, kinds = REACHED[adapter]
     run_state_machine_as_test(machine, settings=_settings(examples, steps))
+    return _reached(recorder), recorder.steps
+
+
+@pytest.mark.parametrize("adapter", ["sqlite", "dynamodb"])
+def test_the_services_follow_the_model(adapter: str) -> None:
+    # In an interpreter of its own: in a full suite's worker, state earlier tests left in the
+    # process changed the profile's path (a spec-error finish it reaches 11 times alone was
+    # never reached there).
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        done, steps = pool.submit(_profile, adapter).result(timeout=280)
+    examples, per_example = PROFILES[adapter]
+    must, kinds = REACHED[adapter]
     # The profile really exercised the lifecycle, not only refusals.
-    done = _reached(recorder)
     assert must <= done and len(done) >= kinds, sorted(must - done)
-    assert recorder.steps >= examples * steps // 2
+    assert steps >= examples * per_example // 2
 
 
 def test_a_profile_is_repeatable() -> None:
