@@ -216,8 +216,7 @@ def bundle(ctx: Context, who: Acting, task_id: str) -> list[dict[str, Any]]:
     ctx.task(task_id)  # E_NOT_FOUND
     pk = records.task_pk(task_id)
     found: list[tuple[int, dict[str, Any]]] = []
-    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="R#", limit=100, cursor=c)):
-        run = records.load(VerificationRun, item)
+    for run in ctx.runs(task_id):
         if run.attestation is not None and run.attestation_seq is not None:
             found.append((run.attestation_seq, run.attestation))
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="A#", limit=100, cursor=c)):

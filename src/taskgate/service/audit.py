@@ -60,8 +60,7 @@ def _statements(ctx: Context, task_id: str) -> list[Signed]:
     the run it is stored with (None: an acceptance's)."""
     pk = records.task_pk(task_id)
     out: list[Signed] = []
-    for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="R#", limit=PAGE, cursor=c)):
-        run = records.load(VerificationRun, item)
+    for run in ctx.runs(task_id):
         if run.attestation is not None and run.attestation_seq is not None:
             out.append((run.attestation_seq, run.attestation, run))
     for item in ctx.all_pages(lambda c: ctx.store.query(pk, sk_prefix="A#", limit=PAGE, cursor=c)):

@@ -15,7 +15,7 @@ from taskgate.domain.clock import Clock, SystemClock
 from taskgate.domain.entropy import Entropy, SystemEntropy
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
-from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Status, Task
+from taskgate.domain.models import HistoryEvent, Project, Spec, SpecStatus, Status, Task, VerificationRun
 from taskgate.domain.principals import Acting
 from taskgate.domain.text import unencodable
 from taskgate.service import records
@@ -169,6 +169,14 @@ class Context:
             lambda c: self.store.query_index(IndexName.QUEUE, pk, limit=200, cursor=c)
         ):
             yield records.load(Task, item)
+
+    def runs(self, task_id: str) -> Iterator[VerificationRun]:
+        """Every verification run of a task, oldest first."""
+        pk = records.task_pk(task_id)
+        for item in self.all_pages(
+            lambda c: self.store.query(pk, sk_prefix=records.RUN_PREFIX, limit=200, cursor=c)
+        ):
+            yield records.load(VerificationRun, item)
 
 
 def _check_chained(ops: Sequence[Op]) -> None:

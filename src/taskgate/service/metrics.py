@@ -218,7 +218,7 @@ def _load(ctx: Context, project: str, since: datetime) -> Iterable[TaskRecords]:
         for sub in _partition(ctx, records.task_pk(task.id)):
             if sub.sk.startswith("H#"):
                 history.append(records.load(HistoryEvent, sub))
-            elif sub.sk.startswith("R#"):
+            elif sub.sk.startswith(records.RUN_PREFIX):
                 runs.append(records.load(VerificationRun, sub))
         yield TaskRecords(task, history, runs)
 

@@ -357,8 +357,11 @@ def note_item(n: Note) -> Item:
     return Item(task_pk(n.task_id), f"N#{stamp(n.at)}", _body(n))
 
 
+RUN_PREFIX = "R#"  # a task's verification runs, in its own partition
+
+
 def run_key(task_id: str, run_id: str) -> tuple[str, str]:
-    return (task_pk(task_id), f"R#{run_id}")
+    return (task_pk(task_id), f"{RUN_PREFIX}{run_id}")
 
 
 def run_item(run: VerificationRun) -> Item:

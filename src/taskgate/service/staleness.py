@@ -12,7 +12,7 @@ from taskgate.domain.clock import iso
 from taskgate.domain.errors import invalid
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_on
-from taskgate.domain.models import Project, Status, Task, VerificationRun
+from taskgate.domain.models import Project, Status, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
 from taskgate.service import records
@@ -158,12 +158,9 @@ def breaks_on_new_base(ctx: Context, task: Task, base: MergedBase | None, summar
 def _verdict_read_at(ctx: Context, task: Task) -> datetime:
     """When the base the verdict holds for was read: the start of the newest run that reached it
     (a passing re-verification moves the verdict's base, not the task's status time)."""
-    items = ctx.all_pages(
-        lambda c: ctx.store.query(records.task_pk(task.id), sk_prefix="R#", limit=200, cursor=c)
-    )
     held = [
         run.started_at
-        for run in (records.load(VerificationRun, i) for i in items)
+        for run in ctx.runs(task.id)
         if run.status == "passed" and run.batch is None and run.base == task.verified_base
     ]
     return max(held, default=task.status_changed_at)

@@ -448,7 +448,7 @@ def latest_notes(ctx: Context, who: Acting, tid: str, limit: int = BRIEF_NOTES) 
 
 
 def runs(ctx: Context, who: Acting, tid: str) -> list[VerificationRun]:
-    return _task_records(ctx, who, tid, "R#", VerificationRun)
+    return _task_records(ctx, who, tid, records.RUN_PREFIX, VerificationRun)
 
 
 def list_tasks(
