@@ -50,6 +50,9 @@ RULES: dict[str, str] = {
 }
 
 PY_SUFFIXES = (".py", ".pyw")
+# The largest file the screen reads; the verifier reads no more (a larger source is a hit of
+# domain/loading.py, not screened).
+MAX_BYTES = 16 * 1024 * 1024
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
 
 
