@@ -128,6 +128,16 @@ def test_honest_python_beside_the_new_roads_is_not_a_hit() -> None:
     assert screen([added("src/slug/core.py", code)]) == []
 
 
+def test_an_optional_import_by_a_literal_name_is_not_a_hit_and_a_built_name_is() -> None:
+    probe = "import importlib\ntry:\n    yaml = importlib.import_module('yaml')\nexcept ImportError:\n    yaml = None\n"
+    assert py(probe) == set()
+    assert py("import importlib\nm = importlib.import_module(name)\n") == {"py.dynamic"}
+    assert "py.dynamic" in py("import importlib\nm = importlib.import_module('_pytest.reports')\n")
+    assert "py.dynamic" in py("import importlib\nm = importlib.import_module('os')\n")
+    assert py("from importlib import import_module as load\nm = load(name)\n") == {"py.dynamic"}
+    assert py("from importlib import import_module as load\nm = load('yaml')\n") == set()
+
+
 def test_sys_argv_in_a_command_line_module_is_not_a_hit() -> None:
     cli = """\
     import sys

@@ -18,11 +18,19 @@ name loads; NODE_OPTIONS (from an env file or `.npmrc`'s node-options) preloads 
 Installers run code before any test: setup.py, build backends and their hooks, package.json's
 install scripts, and entry points they install (`pytest11`, a console script named `pytest`).
 
-Pure: the verifier collects, for each path the submission changes against its baseline, the
-git facts and the bytes (`Change.of`), the submitted tree's path list and the baseline's text of
-`baseline_paths(changes)`; `find` returns the hits, `uncollected` the test files no report
-names, `reason` the words a human reads. Each hit holds the run for a human (needs_human, no
-attempt used).
+Pure: `find` returns the hits, `uncollected` the test files no report names, `reason` the
+words a human reads. Each hit holds the run for a human (needs_human, no attempt used). What the
+verifier collects first (git's work, before the checkout is handed to a check):
+- per changed path (`git diff --raw -z --no-renames <baseline> HEAD`: status letter and new mode,
+  the old mode for a deletion): `Change.of(path, STATUS_LETTERS[letter], mode, data, size=...)`
+  with the blob's size (`git cat-file -s`) and its first screen.MAX_BYTES + 1 bytes (for a
+  symlink the blob is its target; a gitlink has none);
+- the submitted tree's paths (`git ls-tree -r -z --name-only HEAD`);
+- the baseline's text of `baseline_paths(changes)` (None where absent);
+- the checks' commands with the package.json scripts they run (baseline.check_commands);
+- Knowledge(stdlib=frozenset(sys.stdlib_module_names)) of the interpreter the checks run;
+- for `uncollected`: the run with the submission's own test files (its whole tree), its
+  reports' test files and classnames.
 
 | kind            | what                                                               | why it matters |
 |-----------------|--------------------------------------------------------------------|----------------|

@@ -229,7 +229,8 @@ _MODULE_CALLS: dict[str, dict[str, str]] = {
     "marshal": {"loads": "py.dynamic", "load": "py.dynamic"},
     "runpy": {"run_path": "py.dynamic", "run_module": "py.dynamic"},
     "zipimport": {"zipimporter": "py.dynamic"},
-    "importlib": {"import_module": "py.dynamic", "reload": "py.dynamic", "__import__": "py.dynamic"},
+    # import_module by a name built at run time (below); a literal name is a plain import
+    "importlib": {"reload": "py.dynamic", "__import__": "py.dynamic"},
     "types": {},  # its CodeType and FunctionType called (below): annotations name them honestly
     "shutil": {},  # writes (below)
     "builtins": {},  # any assignment to or setattr on it (below)
@@ -395,7 +396,11 @@ class _Py(ast.NodeVisitor):
                 self.hit(node, "py.modules")
             elif mod == "sys" and a.name in ("argv", "orig_argv") and not self.command_line:
                 self.hit(node, "py.argv")
-            elif mod in ("types", "shutil") or (mod == "os" and a.name in _MODULE_WRITES["os"]):
+            elif (
+                mod in ("types", "shutil")
+                or (mod == "os" and a.name in _MODULE_WRITES["os"])
+                or (mod == "importlib" and a.name == "import_module")
+            ):
                 self.imported[a.asname or a.name] = (mod, a.name)
 
     def visit_If(self, node: ast.If) -> None:
@@ -472,7 +477,8 @@ class _Py(ast.NodeVisitor):
                 self.hit(node, "py.exit")
             elif name == "setattr" and node.args and _names_module(node.args[0], self.modules, "builtins"):
                 self.hit(node, "py.builtins")
-        if isinstance(func, ast.Attribute) and func.attr == "import_module":
+        loads = name == "import_module" or self._module_member(func) == ("importlib", "import_module")
+        if loads and not _plain_import(node):
             self.hit(node, "py.dynamic")
         if self._module_member(func) in (("types", "CodeType"), ("types", "FunctionType")):
             self.hit(node, "py.dynamic")
@@ -535,6 +541,16 @@ class _Py(ast.NodeVisitor):
             and names_test_path(n.value, self.test_dirs)
             for n in ast.walk(node)
         )
+
+
+def _plain_import(node: ast.Call) -> bool:
+    """`import_module("numpy")`: a literal name, not the runner's, is as plain as `import numpy`
+    (an optional-import probe); a name assembled at run time is not."""
+    first = node.args[0] if node.args else None
+    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or len(node.args) > 1:
+        return False
+    top = first.value.split(".")[0]
+    return bool(top) and not _RUNNER_STRINGS.fullmatch(top) and top not in _MODULE_CALLS
 
 
 def _is_name(node: ast.AST) -> bool:
