@@ -282,7 +282,8 @@ def string_value(node: Node) -> str | None:
                 return None
         elif child.type != "comment":  # a template_substitution: not a literal
             return None
-    return "".join(out)
+    # JavaScript strings are UTF-16: `\ud83d\ude00` is one character.
+    return "".join(out).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 @dataclass(frozen=True)

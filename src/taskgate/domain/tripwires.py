@@ -195,7 +195,8 @@ class _Edit:
 class _Edits:
     """Edits of a source's bytes that nest: replacements (a span becomes new text; nothing
     inside it is edited) and wraps (text before and after a span whose inside may be edited).
-    An insertion (an empty replacement) goes before anything that starts where it is."""
+    An insertion (an empty replacement) goes before anything that starts where it is; two
+    insertions at one place go in the order they were made."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -777,15 +778,16 @@ def _python_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire 
     if not twin.count:
         return None
 
-    guard = "GA" if isinstance(func, ast.AsyncFunctionDef) else "G"
-    def_line = text.lines(func.lineno, func.lineno)[0]
-    edits.replace(def_line, def_line, f"{text.indent(func.lineno)}@{p}{guard}\n")
+    # Insertions at one place render in the order made: the helpers before the guard's use.
     helpers = _PY_HELPERS.format(
         p=p, step=values.step, suffix=values.suffix, fresh=values.fresh, days=values.days, hours=values.hours
     )
     at = _helpers_at(tree, text)
     lead = "\n" if at and not text.data[:at].endswith((b"\n", b"\r")) else ""
     edits.replace(at, at, lead + helpers)
+    guard = "GA" if isinstance(func, ast.AsyncFunctionDef) else "G"
+    def_line = text.lines(func.lineno, func.lineno)[0]
+    edits.replace(def_line, def_line, f"{text.indent(func.lineno)}@{p}{guard}\n")
     for line in (1, 2):  # the twin is written as UTF-8, whatever the original declared
         if line < len(text.starts):
             s, e = text.lines(line, line)
@@ -936,7 +938,7 @@ def _args(call: Node) -> list[Node]:
 
 def _js_literal(node: Node) -> bool:
     kind = node.type
-    if kind in ("number", "string", "true", "false", "null"):
+    if kind in ("number", "string", "true", "false", "null", "undefined"):
         return True
     if kind == "template_string":
         return string_value(node) is not None
@@ -1020,7 +1022,7 @@ def _js_perturbed_literal(node: Node, values: _Values) -> str | None:
         return None if value is None else json.dumps(value + values.suffix)
     if kind in ("true", "false"):
         return "false" if kind == "true" else "true"
-    if kind == "null" or (kind == "identifier" and _text(node) == "undefined"):
+    if kind in ("null", "undefined") or (kind == "identifier" and _text(node) == "undefined"):
         return json.dumps(values.fresh)
     return None
 
