@@ -368,7 +368,7 @@ def test_parameter_rows_lose_their_marks() -> None:
     [
         ("tests/test_calc.py", "tests/test_calc_T0K3N9.py"),
         ("tests/calc_test.py", "tests/calc_T0K3N9_test.py"),
-        ("calc.py", "test_calc_T0K3N9.py"),
+        ("check_calc.py", "check_calc_T0K3N9.py"),
         ("pkg/test.py", "pkg/test_T0K3N9.py"),
         ("test/slug.test.js", "test/slug_T0K3N9.test.js"),
         ("src/slug.spec.ts", "src/slug_T0K3N9.spec.ts"),
@@ -726,3 +726,14 @@ def test_javascript_twins_always_parse(module: tuple[str, str, str]) -> None:
     assert not js_tree(made.path, made.text.encode()).root_node.has_error
     kept = [d for d in defined_tests(made.path, made.text) if d.kind == "test"]
     assert [d.name for d in kept] == [f"{name} {TOKEN}"]
+
+
+def test_the_python_helpers_run_on_older_interpreters_too() -> None:
+    """The twin runs under the check's Python, which may be older than the verifier's: no
+    syntax past 3.8, no `isinstance(x, A | B)` (3.10)."""
+    made = make("def test_it():\n    assert value() == expected\n")
+    helpers = made.text.split(f"@_t{TOKEN}_G\n")[0]
+    tree = ast.parse(helpers, feature_version=(3, 8))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            assert not isinstance(node.args[1], ast.BinOp), ast.unparse(node)

@@ -258,9 +258,10 @@ def sibling_path(test_path: str, token: str) -> str:
     """A fresh file beside `test_path` that the same runner collects: the token goes at the end
     of the file name's first part, so the name keeps its directory, its extension and the
     pattern around it (`test_x.py` -> `test_x_<t>.py`, `x.test.js` -> `x_<t>.test.js`,
-    `test/x.js` -> `test/x_<t>.js`, `test-x.js` -> `test-x_<t>.js`); a `_test`/`-test` suffix
-    stays last (`x_test.py` -> `x_<t>_test.py`), and `test.js` becomes `<t>.test.js` (node,
-    jest and vitest all collect it)."""
+    `test/x.js` -> `test/x_<t>.js`, `test-x.js` -> `test-x_<t>.js`, and a name a config's
+    glob collects keeps its prefix and extension: `check_x.py` -> `check_x_<t>.py`); a
+    `_test`/`-test` suffix stays last (`x_test.py` -> `x_<t>_test.py`), and `test.js` becomes
+    `<t>.test.js` (node, jest and vitest all collect it)."""
     _check_token(token)
     folder, _, base = test_path.rpartition("/")
     prefix = folder + "/" if folder else ""
@@ -274,8 +275,6 @@ def sibling_path(test_path: str, token: str) -> str:
                 return f"{prefix}{first[: -len(mark)]}{mark[0]}{token}{mark}{ext}"
         if first == "test":
             return f"{prefix}{token}.test{ext}"
-    if base.endswith(PY_SUFFIXES) and not first.startswith("test"):
-        return f"{prefix}test_{first}_{token}{dot}{rest}"
     return f"{prefix}{first}_{token}{dot}{rest}"
 
 
@@ -361,7 +360,18 @@ _PY_NE_METHODS = {
     "assertNotAlmostEquals": "assertAlmostEqual",
     "failIfAlmostEqual": "assertAlmostEqual",
 }
-_EXPECTED_NAME = re.compile(r"(?i)_*(expected|expectation|want|wanted|exp|golden|correct|reference|truth)")
+# Words of a name that says it holds the expected value (`expected`, `EXPECTED_SLUG`,
+# `wantedResult`, `case.expected`).
+_EXPECTED_WORDS = frozenset(
+    {"expected", "expectation", "expect", "exp", "want", "wanted", "golden", "correct", "truth"}
+)
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _expected_name(name: str) -> bool:
+    return any(word.lower() in _EXPECTED_WORDS for word in _WORD.findall(name))
+
+
 _PASSING_MARKS = frozenset({"xfail", "expectedFailure"})
 
 _PY_HELPERS = """
@@ -410,7 +420,7 @@ def {p}P(value):
         return value + (abs(value) + 1) * step
     if isinstance(value, str):
         return value + {suffix!r}
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, (bytes, bytearray)):
         return value + {suffix!r}.encode()
     if isinstance(value, list):
         return [*value, {p}P(value[-1]) if value else {fresh!r}]
@@ -421,12 +431,12 @@ def {p}P(value):
         while key in value:
             key += {suffix!r}
         return {{**value, key: {p}P(list(value.values())[-1]) if value else None}}
-    if isinstance(value, set | frozenset):
+    if isinstance(value, (set, frozenset)):
         extra = {fresh!r}
         while extra in value:
             extra += {suffix!r}
         return value | {{extra}}
-    if isinstance(value, datetime.datetime | datetime.date):
+    if isinstance(value, (datetime.datetime, datetime.date)):
         return value + datetime.timedelta(days={days})
     if isinstance(value, datetime.time):
         return value.replace(hour=(value.hour + {hours}) % 24)
@@ -564,7 +574,7 @@ def _is_approx(node: ast.expr) -> bool:
 
 
 def _named_expected(node: ast.expr) -> bool:
-    return _EXPECTED_NAME.match(_dotted_tail(node)) is not None
+    return _expected_name(_dotted_tail(node))
 
 
 def _expected_side(first: ast.expr, second: ast.expr) -> ast.expr:
@@ -964,10 +974,10 @@ def _js_literal(node: Node) -> bool:
 
 def _js_named_expected(node: Node) -> bool:
     if node.type == "identifier":
-        return _EXPECTED_NAME.match(_text(node)) is not None
+        return _expected_name(_text(node))
     if node.type == "member_expression":
         prop = node.child_by_field_name("property")
-        return prop is not None and _EXPECTED_NAME.match(_text(prop)) is not None
+        return prop is not None and _expected_name(_text(prop))
     return False
 
 
