@@ -737,3 +737,45 @@ def test_the_python_helpers_run_on_older_interpreters_too() -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
             assert not isinstance(node.args[1], ast.BinOp), ast.unparse(node)
+
+
+def _perturbed_literal(text: str) -> Any:
+    (node,) = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Assert)]
+    assert isinstance(node.test, ast.Call) and isinstance(node.test.args[0], ast.Compare)
+    return ast.literal_eval(node.test.args[0].comparators[0])
+
+
+@pytest.mark.parametrize("token", ["k3v9q2xw", "aaaaaa", "Z9Z9Z9Z9", "m0m0m0m0m0"])
+def test_exact_comparisons_get_plausible_values_and_tolerances_far_ones(token: str) -> None:
+    """A value that lies only for plausible operands cannot tell a perturbed expected value
+    from a real one; a tolerance never swallows a far one."""
+
+    def perturbed(assertion: str) -> str:
+        source = f"import pytest\n\n\ndef test_it():\n    {assertion}\n"
+        made = twin("tests/test_x.py", source, only("tests/test_x.py", source, "test_it"), token)
+        assert made is not None
+        return made.text.split(f"def test_it_{token}():")[1].strip()
+
+    moved = _perturbed_literal(perturbed("assert value() == 40"))
+    assert moved != 40 and abs(moved - 40) <= 9
+    word = _perturbed_literal(perturbed("assert value() == 'slug'"))
+    assert word.startswith("slug") and 1 <= len(word) - 4 <= 3 and word.isalpha()
+    scaled = _perturbed_literal(perturbed("assert value() == 2.5"))
+    assert scaled != 2.5 and 0.5 <= scaled <= 10
+    assert _perturbed_literal(perturbed("assert value() == 5e-324")) != 5e-324
+    far = perturbed("assert value() == pytest.approx(2.5, rel=0.9, abs=1000)")
+    (call,) = [
+        n
+        for n in ast.walk(ast.parse(far))
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "approx"
+    ]
+    assert ast.literal_eval(call.args[0]) > 2.5 * 1_000_000
+
+
+def test_javascript_numbers_differ_as_doubles() -> None:
+    for literal in ("9007199254740993", "1152921504606846976", "5e-324", "1.5", "0", "-0"):
+        source = f"test('t', () => {{ expect(value()).toBe({literal}); }});\n"
+        made = twin("a.test.js", source, only("a.test.js", source, "t"), TOKEN)
+        assert made is not None
+        moved = made.text.split(".toBe(")[1].split(")")[0].strip("(")
+        assert float(moved) != float(literal), (literal, moved)

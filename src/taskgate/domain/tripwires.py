@@ -97,11 +97,16 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 @dataclass(frozen=True)
 class _Values:
-    """The perturbation's constants for one token: a random step for numbers, a suffix for
-    strings, a fresh string (all lowercase letters, like a real word, so a value cannot tell
-    it is being compared with a perturbed one by its shape)."""
+    """The perturbation's constants for one token, drawn at random from it. Exact comparisons
+    get small, plausible changes (a value cannot tell a perturbed number or string from a real
+    one by its size or its shape): integers move by `delta`, floats scale by `scale`, strings
+    gain `suffix` (lowercase letters, like a word), a missing value becomes `fresh`. Comparisons
+    with a tolerance (`approx`, `assertAlmostEqual`...) move numbers `far`, by a factor above a
+    million, past any tolerance a test would set."""
 
-    step: int
+    delta: int
+    scale: float
+    far: int
     suffix: str
     fresh: str
     days: int
@@ -115,40 +120,45 @@ def _values(token: str) -> _Values:
         return "".join(rng.choice(_LETTERS) for _ in range(n))
 
     return _Values(
-        step=rng.randrange(1_000_003, 9_999_991),
-        suffix=word(6),
-        fresh=word(9),
-        days=rng.randrange(400, 4000),
+        delta=rng.choice([-1, 1]) * rng.randrange(1, 10),
+        scale=rng.choice([0.5, 1.25, 1.5, 2.0, 3.0, 0.25]),
+        far=rng.randrange(1_000_003, 9_999_991),
+        suffix=word(rng.randrange(1, 4)),
+        fresh=word(rng.randrange(5, 10)),
+        days=rng.randrange(1, 30),
         hours=rng.randrange(1, 24),
     )
 
 
-def _perturb_number(x: float, step: int) -> float:
+def _perturb_float(x: float, v: _Values, far: bool) -> float:
     if not math.isfinite(x):
-        return float(step)
-    return x + (abs(x) + 1.0) * step if abs(x) < 1e290 else x / step
+        return float(v.delta)
+    if far:
+        return x + (abs(x) + 1.0) * v.far if abs(x) < 1e290 else x / v.far
+    moved = x * v.scale
+    return moved if moved != x else x + v.delta  # a subnormal may not move by scaling
 
 
-def _perturb(value: Any, v: _Values) -> Any:
+def _perturb(value: Any, v: _Values, far: bool = False) -> Any:
     """A Python literal's value, perturbed (the twin's runtime helper does the same by type)."""
     if value is None or value is Ellipsis:
         return v.fresh
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
-        return value + (abs(value) + 1) * v.step
+        return value + (abs(value) + 1) * v.far if far else value + v.delta
     if isinstance(value, float):
-        return _perturb_number(value, v.step)
+        return _perturb_float(value, v, far)
     if isinstance(value, complex):
-        return complex(_perturb_number(value.real, v.step), _perturb_number(value.imag, v.step))
+        return complex(_perturb_float(value.real, v, far), value.imag)
     if isinstance(value, str):
         return value + v.suffix
     if isinstance(value, bytes):
         return value + v.suffix.encode()
     if isinstance(value, list):
-        return [*value, _perturb(value[-1], v) if value else v.fresh]
+        return [*value, _perturb(value[-1], v, far) if value else v.fresh]
     if isinstance(value, tuple):
-        return (*value, _perturb(value[-1], v) if value else v.fresh)
+        return (*value, _perturb(value[-1], v, far) if value else v.fresh)
     if isinstance(value, set):
         extra = v.fresh
         while extra in value:
@@ -158,7 +168,7 @@ def _perturb(value: Any, v: _Values) -> Any:
         key = v.fresh
         while key in value:
             key += v.suffix
-        return {**value, key: _perturb(list(value.values())[-1], v) if value else None}
+        return {**value, key: _perturb(list(value.values())[-1], v, far) if value else None}
     return v.fresh
 
 
@@ -351,6 +361,17 @@ _PY_EQ_METHODS = frozenset(
         "assert_allclose",
     }
 )
+# Those that compare within a tolerance: their expected numbers move far.
+_PY_TOLERANT = frozenset(
+    {
+        "assertAlmostEqual",
+        "assertAlmostEquals",
+        "failUnlessAlmostEqual",
+        "assert_almost_equal",
+        "assert_array_almost_equal",
+        "assert_allclose",
+    }
+)
 # An inequality and the equality honest code then fails.
 _PY_NE_METHODS = {
     "assertNotEqual": "assertEqual",
@@ -390,7 +411,7 @@ def {p}OK(result=None):
     return result
 
 
-def {p}P(value):
+def {p}P(value, far=False):
     import dataclasses
     import datetime
     import decimal
@@ -398,7 +419,6 @@ def {p}P(value):
     import fractions
     import math
 
-    step = {step}
     if value is None or value is Ellipsis:
         return {fresh!r}
     if isinstance(value, bool):
@@ -407,30 +427,33 @@ def {p}P(value):
         others = [m for m in type(value) if m != value]
         return others[0] if others else {fresh!r}
     if isinstance(value, int):
-        return value + (abs(value) + 1) * step
+        return value + (abs(value) + 1) * {far} if far else value + {delta}
     if isinstance(value, float):
         if not math.isfinite(value):
-            return float(step)
-        return value + (abs(value) + 1.0) * step if abs(value) < 1e290 else value / step
+            return float({delta})
+        if far:
+            return value + (abs(value) + 1.0) * {far} if abs(value) < 1e290 else value / {far}
+        moved = value * {scale}
+        return moved if moved != value else value + {delta}
     if isinstance(value, complex):
-        return complex({p}P(value.real), {p}P(value.imag))
-    if isinstance(value, decimal.Decimal):
-        return value + (abs(value) + 1) * step if value.is_finite() else decimal.Decimal(step)
-    if isinstance(value, fractions.Fraction):
-        return value + (abs(value) + 1) * step
+        return complex({p}P(value.real, far), value.imag)
+    if isinstance(value, (decimal.Decimal, fractions.Fraction)):
+        if isinstance(value, decimal.Decimal) and not value.is_finite():
+            return decimal.Decimal({delta})
+        return value + (abs(value) + 1) * {far} if far else value + {delta}
     if isinstance(value, str):
         return value + {suffix!r}
     if isinstance(value, (bytes, bytearray)):
         return value + {suffix!r}.encode()
     if isinstance(value, list):
-        return [*value, {p}P(value[-1]) if value else {fresh!r}]
+        return [*value, {p}P(value[-1], far) if value else {fresh!r}]
     if isinstance(value, tuple):
-        return (*value, {p}P(value[-1]) if value else {fresh!r})
+        return (*value, {p}P(value[-1], far) if value else {fresh!r})
     if isinstance(value, dict):
         key = {fresh!r}
         while key in value:
             key += {suffix!r}
-        return {{**value, key: {p}P(list(value.values())[-1]) if value else None}}
+        return {{**value, key: {p}P(list(value.values())[-1], far) if value else None}}
     if isinstance(value, (set, frozenset)):
         extra = {fresh!r}
         while extra in value:
@@ -441,20 +464,20 @@ def {p}P(value):
     if isinstance(value, datetime.time):
         return value.replace(hour=(value.hour + {hours}) % 24)
     if isinstance(value, datetime.timedelta):
-        return value + datetime.timedelta(seconds=step)
+        return value + datetime.timedelta(seconds={delta})
     if type(value).__module__.startswith("_pytest") and hasattr(value, "expected"):
-        return type(value)({p}P(value.expected), rel=value.rel, abs=value.abs, nan_ok=value.nan_ok)
+        return type(value)({p}P(value.expected, True), rel=value.rel, abs=value.abs, nan_ok=value.nan_ok)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f for f in dataclasses.fields(value) if f.init and f.compare]
         if fields:
             try:
-                return dataclasses.replace(value, **{{fields[0].name: {p}P(getattr(value, fields[0].name))}})
+                return dataclasses.replace(value, **{{fields[0].name: {p}P(getattr(value, fields[0].name), far)}})
             except Exception:
                 pass
     names = list(getattr(type(value), "model_fields", None) or ())
     if names and hasattr(value, "model_copy"):
         try:
-            return value.model_copy(update={{names[0]: {p}P(getattr(value, names[0]))}})
+            return value.model_copy(update={{names[0]: {p}P(getattr(value, names[0]), far)}})
         except Exception:
             pass
     return object()
@@ -596,15 +619,18 @@ class _PyTwin:
         self.values = values
         self.count = 0
 
-    def perturb_expected(self, node: ast.expr) -> None:
-        """Replace an expected value by a perturbed one of its type."""
-        target = node.args[0] if isinstance(node, ast.Call) and _is_approx(node) else node
+    def perturb_expected(self, node: ast.expr, far: bool = False) -> None:
+        """Replace an expected value by a perturbed one of its type (`far`: past a tolerance;
+        the value inside a pytest.approx always is)."""
+        target = node
+        if isinstance(node, ast.Call) and _is_approx(node):
+            target, far = node.args[0], True
         start, end = self.text.span(target)
         if _is_literal(target):
-            value = _perturb(ast.literal_eval(target), self.values)
+            value = _perturb(ast.literal_eval(target), self.values, far)
             self.edits.replace(start, end, f"({_py_source(value)})")
         else:
-            self.edits.wrap(start, end, f"{self.p}P(", ")")
+            self.edits.wrap(start, end, f"{self.p}P(", ", True)" if far else ")")
 
     def compare(self, node: ast.expr) -> bool:
         """Perturb an `==`, flip a `!=` (or each of an `and` of them); whether anything was."""
@@ -645,7 +671,7 @@ class _PyTwin:
         if len(args) < 2 or any(isinstance(a, ast.Starred) for a in args):
             return
         if method in _PY_EQ_METHODS:
-            self.perturb_expected(_expected_side(args[0], args[1]))
+            self.perturb_expected(_expected_side(args[0], args[1]), far=method in _PY_TOLERANT)
         elif method in _PY_NE_METHODS and isinstance(node.func, ast.Attribute):
             _, name_end = self.text.span(node.func)
             self.edits.replace(name_end - len(method), name_end, _PY_NE_METHODS[method])
@@ -790,7 +816,14 @@ def _python_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire 
 
     # Insertions at one place render in the order made: the helpers before the guard's use.
     helpers = _PY_HELPERS.format(
-        p=p, step=values.step, suffix=values.suffix, fresh=values.fresh, days=values.days, hours=values.hours
+        p=p,
+        delta=values.delta,
+        scale=values.scale,
+        far=values.far,
+        suffix=values.suffix,
+        fresh=values.fresh,
+        days=values.days,
+        hours=values.hours,
     )
     at = _helpers_at(tree, text)
     lead = "\n" if at and not text.data[:at].endswith((b"\n", b"\r")) else ""
@@ -861,21 +894,21 @@ function {p}OK(r{A}){R} {
   return r;
 }
 function {p}P(v{A}){R} {
-  const step = {step};
   const fresh = {fresh};
   if (v === null || v === undefined) return fresh;
   if (typeof v === "boolean") return !v;
   if (typeof v === "number") {
-    if (!Number.isFinite(v)) return step;
-    return Math.abs(v) < 1e290 ? v + (Math.abs(v) + 1) * step : v / step;
+    if (!Number.isFinite(v)) return {delta};
+    if (Number.isSafeInteger(v)) return v + {delta};
+    return v * {scale} !== v ? v * {scale} : v + {delta};
   }
-  if (typeof v === "bigint") return v + (v < BigInt(0) ? -v : v) * BigInt(step) + BigInt(step);
+  if (typeof v === "bigint") return v + BigInt({delta});
   if (typeof v === "string") return v + {suffix};
   if (typeof v === "symbol") return Symbol(String(v.description) + {suffix});
   if (typeof v === "function") return function () {{}};
   if (typeof v.asymmetricMatch === "function") return {{ [fresh]: fresh }};
   if (Array.isArray(v)) return [...v, v.length ? {p}P(v[v.length - 1]) : fresh];
-  if (v instanceof Date) return new Date(v.getTime() + step);
+  if (v instanceof Date) return new Date(v.getTime() + {days} * 86400000);
   if (v instanceof Map) return new Map([...v, [fresh, fresh]]);
   if (v instanceof Set) return new Set([...v, fresh]);
   if (typeof Buffer !== "undefined" && Buffer.isBuffer(v)) return Buffer.concat([v, Buffer.from({suffix})]);
@@ -927,7 +960,9 @@ def _js_helpers(p: str, values: _Values, typescript: bool) -> str:
         text = text.replace("{" + key + "}", value)
     return (
         text.replace("{p}", p)
-        .replace("{step}", str(values.step))
+        .replace("{delta}", str(values.delta))
+        .replace("{scale}", repr(values.scale))
+        .replace("{days}", str(values.days))
         .replace("{fresh}", json.dumps(values.fresh))
         .replace("{suffix}", json.dumps(values.suffix))
         .replace("{{", "{")
@@ -1003,6 +1038,12 @@ def _js_number(text: str) -> int | float | None:
     return int(value) if value.is_integer() and abs(value) < 2**63 else value
 
 
+def _js_perturbed_number(number: int | float, values: _Values) -> str:
+    if isinstance(number, int) and abs(number) < 2**53 - 10:  # exact in a double
+        return str(number + values.delta)
+    return repr(_perturb_float(float(number), values, far=False))
+
+
 def _js_perturbed_literal(node: Node, values: _Values) -> str | None:
     """Source for a perturbed primitive literal, or None (perturbed at run time instead)."""
     kind = node.type
@@ -1013,20 +1054,13 @@ def _js_perturbed_literal(node: Node, values: _Values) -> str | None:
                 big = int(text[:-1].replace("_", ""), 0)
             except ValueError:
                 return None
-            return f"{big + (abs(big) + 1) * values.step}n"
+            return f"({big + values.delta}n)"
         number = _js_number(text)
-        if number is None:
-            return None
-        if isinstance(number, int):
-            return str(number + (abs(number) + 1) * values.step)
-        return repr(_perturb_number(number, values.step))
+        return None if number is None else f"({_js_perturbed_number(number, values)})"
     if kind == "unary_expression":
         arg = node.child_by_field_name("argument")
         number = _js_number(_text(arg)) if arg is not None and not _text(arg).endswith("n") else None
-        if number is None:
-            return None
-        moved = -number + (abs(number) + 1) * values.step * -1
-        return f"({moved if isinstance(moved, int) else repr(float(moved))})"
+        return None if number is None else f"({_js_perturbed_number(-number, values)})"
     if kind in ("string", "template_string"):
         value = string_value(node)
         return None if value is None else json.dumps(value + values.suffix)
@@ -1362,7 +1396,7 @@ def canary(test_path: str, token: str, text: str = "") -> Tripwire:
             "import unittest\n\n\n"
             f"class {cls}(unittest.TestCase):\n"
             f"    def test_{token}(self):\n"
-            f"        self.assertEqual({values.step}, {values.step + values.days})\n"
+            f"        self.assertEqual({values.far}, {values.far + values.days})\n"
         )
         name = f"{_module(new_path)}.{cls}.test_{token}"
         return Tripwire(new_path, body, name, "canary", None, 0, token)
