@@ -13,10 +13,14 @@ with every assertion of an expected value perturbed so that honest code fails it
 - in the test's body, the side of each equality assertion that holds the expected value (a
   `pytest.approx`, else a literal, else a name like `expected`/`want`, else the right-hand or
   second argument) is replaced by a value of the same type that differs: a literal inline, any
-  other expression through a helper the twin defines under a token-derived name (strings get a
-  suffix, numbers move by a factor of a million or more, booleans flip, lists, tuples, sets,
-  dicts and objects gain an element, None becomes a fresh string, dates move, a dataclass or
-  pydantic model gets its first field perturbed). An inequality assertion becomes the
+  other expression through a helper the twin defines under a token-derived name (strings gain
+  one to three letters, integers move by 1 to 9, floats scale, booleans flip, lists, tuples,
+  sets, dicts and objects gain an element, None becomes a fresh word, dates move, an enum
+  takes another member, a dataclass or pydantic model gets its first field perturbed; values
+  of other types become a fresh object). These are plausible values, so a value cannot tell a
+  perturbed operand from a real one by its size or shape; under a tolerance (`approx`,
+  `assertAlmostEqual`, `assert_allclose`) numbers move far instead, by a factor above a
+  million. The values are drawn from the token. An inequality assertion becomes the
   equality, which honest code fails (`!=` -> `==`, `assertNotEqual` -> `assertEqual`,
   `assert.notStrictEqual` -> `assert.strictEqual`, `expect(x).not.toBe(y)` -> `toBe`);
 - markers that turn a failure into a pass or a skip (pytest's xfail, unittest's
