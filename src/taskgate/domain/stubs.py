@@ -26,12 +26,14 @@ above). The body becomes `{ throw new Error(<MARKER>); }`.
 from __future__ import annotations
 
 import ast
+import bisect
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from taskgate.domain.testdefs import JS_SUFFIXES, PY_SUFFIXES, js_tree
+from taskgate.domain.testdefs import JS_SUFFIXES, PY_SUFFIXES, js_nodes, js_tree
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -67,22 +69,33 @@ def stub_changed(path: str, text: str, changed_lines: frozenset[int] | None) -> 
 Span = tuple[int, int]
 
 
-def _select(spans: list[Span], touched: Callable[[Span, list[Span]], bool]) -> list[int]:
-    """Of functions' spans (outermost first, each one's nested functions after it), the
-    indexes of those to stub: touched in their own code (`touched(span, nested spans)`), not
-    inside one already stubbed."""
-    chosen: list[int] = []
+def _select(spans: list[Span], owns_change: Callable[[Span, list[Span]], bool]) -> list[int]:
+    """Of functions' spans in source order (an enclosing function before those inside it), the
+    indexes of those to stub: those whose own code holds a change (`owns_change(span, spans of
+    the functions directly inside it)`), outermost first; what is inside a stubbed function
+    goes with it."""
+    children: list[list[int]] = [[] for _ in spans]
+    roots: list[int] = []
+    around: list[int] = []
     for i, (first, last) in enumerate(spans):
-        if any(spans[j][0] <= first and last <= spans[j][1] for j in chosen):
-            continue
-        nested = [
-            (a, b)
-            for j, (a, b) in enumerate(spans)
-            if j != i and first <= a and b <= last and (a, b) != (first, last)
-        ]
-        if touched((first, last), nested):
+        while around and not (spans[around[-1]][0] <= first and last <= spans[around[-1]][1]):
+            around.pop()
+        (children[around[-1]] if around else roots).append(i)
+        around.append(i)
+    chosen: list[int] = []
+    todo = roots[::-1]
+    while todo:
+        i = todo.pop()
+        if owns_change(spans[i], [spans[j] for j in children[i]]):
             chosen.append(i)
-    return chosen
+        else:
+            todo.extend(children[i][::-1])
+    return sorted(chosen)
+
+
+def _in(changed: list[int], first: int, last: int) -> list[int]:
+    """The sorted `changed` lines within first..last."""
+    return changed[bisect.bisect_left(changed, first) : bisect.bisect_right(changed, last)]
 
 
 def _splice(data: bytes, edits: list[tuple[int, int, str]]) -> bytes:
@@ -159,10 +172,11 @@ def _python(path: str, text: str, changed: frozenset[int] | None) -> Stubbed | N
     names: list[str] = []
     functions = list(_py_functions(tree.body, ""))
 
+    lines_changed = sorted(changed or ())
+
     def touched(lines_of: Span, nested: list[Span]) -> bool:
-        first, last = lines_of
         return changed is None or any(
-            first <= line <= last and not any(a <= line <= b for a, b in nested) for line in changed
+            not any(a <= line <= b for a, b in nested) for line in _in(lines_changed, *lines_of)
         )
 
     for i in _select([(first, last) for _, _, first, last in functions], touched):
@@ -195,17 +209,15 @@ def _python(path: str, text: str, changed: frozenset[int] | None) -> Stubbed | N
 
 # -- JavaScript / TypeScript ------------------------------------------------------------------
 
-_JS_FUNCTIONS = frozenset(
-    {
-        "function_declaration",
-        "generator_function_declaration",
-        "function_expression",
-        "function",
-        "generator_function",
-        "arrow_function",
-        "method_definition",
-    }
+_JS_FUNCTIONS = (
+    "function_declaration",
+    "generator_function_declaration",
+    "function_expression",
+    "generator_function",
+    "arrow_function",
+    "method_definition",
 )
+_TEXT = re.compile(rb"\S")
 
 
 # What binds a function to a name: the function owns it, with the statement that holds it.
@@ -229,9 +241,10 @@ def _owned(node: Node) -> Span:
     """The bytes a function owns: its own, or those of the declaration that binds it."""
     top = node
     while top.parent is not None and top.parent.type in _BINDING:
-        top = top.parent
-        if top.type in ("lexical_declaration", "variable_declaration") and len(top.named_children) > 1:
-            break
+        parent = top.parent
+        if parent.type in ("lexical_declaration", "variable_declaration") and len(parent.named_children) > 1:
+            break  # `const a = () => 1, b = () => 2;`: each owns its own declarator
+        top = parent
     return top.start_byte, top.end_byte
 
 
@@ -266,28 +279,38 @@ def _javascript(path: str, text: str, changed: frozenset[int] | None) -> Stubbed
         raise ValueError(
             f"{path} does not parse as {'TypeScript' if 'ts' in path.rsplit('.', 1)[-1] else 'JavaScript'}"
         )
-    functions: list[tuple[Node, Node]] = []  # (function, its body), outermost first
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        body = node.child_by_field_name("body") if node.type in _JS_FUNCTIONS else None
-        if body is not None:
-            functions.append((node, body))
-        stack.extend(reversed(node.children))
-    spans = [_owned(node) for node, _ in functions]
+    found = [
+        (node, body)
+        for node in js_nodes(path, tree.root_node, _JS_FUNCTIONS)
+        if (body := node.child_by_field_name("body")) is not None
+    ]
+    owned = sorted(((_owned(node), node, body) for node, body in found), key=lambda f: (f[0][0], -f[0][1]))
+    spans = [span for span, _, _ in owned]
+    functions = [(node, body) for _, node, body in owned]
     starts = [0]
     for line in data.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
+    lines_changed = sorted(changed or ())
 
-    def touched(owned: Span, nested: list[Span]) -> bool:
+    def touched(span: Span, nested: list[Span]) -> bool:
+        """Whether a changed line has a character (not whitespace) in the span, outside the
+        functions inside it."""
         if changed is None:
             return True
-        for line in changed:
-            if line < 1 or line >= len(starts):
-                continue
-            for at in range(max(starts[line - 1], owned[0]), min(starts[line], owned[1])):
-                if not data[at : at + 1].isspace() and not any(a <= at < b for a, b in nested):
+        first, last = bisect.bisect_right(starts, span[0]), bisect.bisect_right(starts, span[1] - 1)
+        for line in _in(lines_changed, first, last):
+            low, high = max(starts[line - 1], span[0]), min(starts[line], span[1])
+            cursor = low
+            for a, b in nested:
+                if b <= cursor:
+                    continue
+                if a >= high:
+                    break
+                if a > cursor and _TEXT.search(data, cursor, a):
                     return True
+                cursor = max(cursor, b)
+            if cursor < high and _TEXT.search(data, cursor, high):
+                return True
         return False
 
     edits: list[tuple[int, int, str]] = []

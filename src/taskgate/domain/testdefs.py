@@ -35,7 +35,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Tree
+    from tree_sitter import Language, Node, Query, Tree
 
 PY_SUFFIXES = (".py",)
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
@@ -121,10 +121,26 @@ def _dunder_test(cls: ast.ClassDef) -> bool | None:
     return None
 
 
+def _classes(body: Sequence[ast.stmt]) -> Iterator[ast.ClassDef]:
+    """Every class defined in these statements, at any depth (statements only: a class is
+    never inside an expression)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.ClassDef):
+            yield stmt
+        inner: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            inner.extend(s for s in getattr(stmt, name, ()) if isinstance(s, ast.stmt))
+        for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            inner.extend(part.body)
+        stack.extend(reversed(inner))
+
+
 def unittest_classes(tree: ast.Module) -> set[str]:
     """Names of the module's classes that are unittest.TestCase subclasses: a base named
     `...TestCase` (unittest's, IsolatedAsyncioTestCase, Django's), or one of these classes."""
-    classes = [s for s in ast.walk(tree) if isinstance(s, ast.ClassDef)]
+    classes = list(_classes(tree.body))
     found: set[str] = set()
     changed = True
     while changed:
@@ -214,23 +230,39 @@ MODIFIERS = frozenset(
     {"only", "skip", "todo", "concurrent", "sequential", "failing", "fails", "shuffle"}
     | {"skipIf", "runIf", "each", "for", "extend"}
 )
-_FUNCTION_NODES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_FUNCTION_NODES = frozenset({"arrow_function", "function_expression", "generator_function"})
 
 
 @cache
-def _language(kind: str) -> object:
+def _language(kind: str) -> Language:
     # Imported here: the grammars load native code, and only the verifier parses.
+    from tree_sitter import Language
+
     if kind == "javascript":
         import tree_sitter_javascript
 
-        return tree_sitter_javascript.language()
+        return Language(tree_sitter_javascript.language())
     import tree_sitter_typescript
 
-    return (
-        tree_sitter_typescript.language_tsx()
-        if kind == "tsx"
-        else tree_sitter_typescript.language_typescript()
-    )
+    if kind == "tsx":
+        return Language(tree_sitter_typescript.language_tsx())
+    return Language(tree_sitter_typescript.language_typescript())
+
+
+@cache
+def _query(kind: str, types: tuple[str, ...]) -> Query:
+    from tree_sitter import Query
+
+    return Query(_language(kind), "[" + " ".join(f"({t})" for t in types) + "] @node")
+
+
+def js_nodes(path: str, under: Node, types: tuple[str, ...]) -> list[Node]:
+    """The nodes of these types in `under`'s subtree (itself included), in source order, an
+    enclosing node before those inside it. The search runs in tree-sitter, not in Python."""
+    from tree_sitter import QueryCursor
+
+    found = QueryCursor(_query(js_kind(path), types)).captures(under).get("node", [])
+    return sorted(found, key=lambda n: (n.start_byte, -n.end_byte))
 
 
 def js_kind(path: str) -> str:
@@ -245,9 +277,9 @@ def js_tree(path: str, data: bytes) -> Tree:
     """`data` parsed as JavaScript, TypeScript or TSX by the path's extension (JSX parses as
     JavaScript). tree-sitter always returns a tree; `tree.root_node.has_error` says whether the
     source had syntax errors."""
-    from tree_sitter import Language, Parser
+    from tree_sitter import Parser
 
-    return Parser(Language(_language(js_kind(path)))).parse(data)
+    return Parser(_language(js_kind(path))).parse(data)
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
@@ -357,45 +389,57 @@ def _first_param(function: Node) -> str | None:
     return None
 
 
-def test_calls(path: str, data: bytes) -> list[JsTestCall]:
-    """Every test and group call in a JavaScript/TypeScript file, outermost first, in source
-    order."""
-    tree = js_tree(path, data)
+def _callee_of_parent(node: Node) -> bool:
+    """Whether a call is the callee of the call around it (`test.each(table)` in
+    `test.each(table)('name', fn)`): part of that test call, not one of its own."""
+    parent = node.parent
+    if parent is None or parent.type != "call_expression":
+        return False
+    fn = parent.child_by_field_name("function")
+    return fn is not None and (fn.start_byte, fn.end_byte) == (node.start_byte, node.end_byte)
+
+
+def test_calls(path: str, data: bytes, tree: Tree | None = None) -> list[JsTestCall]:
+    """Every test and group call in a JavaScript/TypeScript file, in source order (a call
+    before those inside it). `tree`: `data` already parsed."""
+    if tree is None:
+        tree = js_tree(path, data)
     out: list[JsTestCall] = []
-    # (node, enclosing test calls, test-context parameter names in scope)
-    stack: list[tuple[Node, tuple[JsTestCall, ...], frozenset[str]]] = [(tree.root_node, (), frozenset())]
-    while stack:
-        node, parents, contexts = stack.pop()
-        inner_parents, inner_contexts = parents, contexts
-        if node.type == "call_expression" and (found := _callee(node, contexts)) is not None:
-            kind, each, modifiers = found
-            args = node.child_by_field_name("arguments")
-            arg_nodes = [a for a in args.named_children if a.type != "comment"] if args is not None else []
-            name_node = arg_nodes[0] if arg_nodes else None
-            callback = arg_nodes[-1] if len(arg_nodes) > 1 and arg_nodes[-1].type in _FUNCTION_NODES else None
-            name = string_value(name_node) if name_node is not None else None
-            definition = None
-            if name is not None:
-                groups: list[str] = []
-                for parent in reversed(parents):
-                    if parent.definition is None:
-                        break
-                    groups.insert(0, parent.definition.name)
-                definition = TestDef(
-                    path,
-                    name,
-                    tuple(groups),
-                    kind,
-                    node.start_point[0] + 1,
-                    node.end_point[0] + 1,
-                    each,
-                )
-            record = JsTestCall(node, kind, name_node, callback, modifiers, parents, definition)
-            out.append(record)
-            inner_parents = (*parents, record)
-            if callback is not None and kind == "test" and (param := _first_param(callback)):
-                inner_contexts = contexts | {param}
-        stack.extend((child, inner_parents, inner_contexts) for child in reversed(node.children))
+    around: list[JsTestCall] = []  # the test calls enclosing the current one, outermost first
+    for node in js_nodes(path, tree.root_node, ("call_expression",)):
+        if _callee_of_parent(node):
+            continue
+        while around and around[-1].call.end_byte <= node.start_byte:
+            around.pop()
+        contexts = frozenset(
+            param
+            for parent in around
+            if parent.kind == "test"
+            and parent.callback is not None
+            and parent.callback.start_byte <= node.start_byte < parent.callback.end_byte
+            and (param := _first_param(parent.callback)) is not None
+        )
+        found = _callee(node, contexts)
+        if found is None:
+            continue
+        kind, each, modifiers = found
+        args = node.child_by_field_name("arguments")
+        arg_nodes = [a for a in args.named_children if a.type != "comment"] if args is not None else []
+        name_node = arg_nodes[0] if arg_nodes else None
+        callback = arg_nodes[-1] if len(arg_nodes) > 1 and arg_nodes[-1].type in _FUNCTION_NODES else None
+        name = string_value(name_node) if name_node is not None else None
+        definition = None
+        if name is not None:
+            groups: list[str] = []
+            for parent in reversed(around):
+                if parent.definition is None:
+                    break
+                groups.insert(0, parent.definition.name)
+            start, end = node.start_point[0] + 1, node.end_point[0] + 1
+            definition = TestDef(path, name, tuple(groups), kind, start, end, each)
+        record = JsTestCall(node, kind, name_node, callback, modifiers, tuple(around), definition)
+        out.append(record)
+        around.append(record)
     return out
 
 

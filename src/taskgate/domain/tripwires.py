@@ -59,6 +59,7 @@ from taskgate.domain.testdefs import (
     JsTestCall,
     TestDef,
     js_kind,
+    js_nodes,
     js_tree,
     python_tests,
     span,
@@ -726,7 +727,7 @@ def _python_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire 
     values = _values(token)
 
     on_path = {id(c) for c in target.classes}
-    referenced = _references(tree)
+    referenced, names = _references(tree)
 
     def named_elsewhere(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bool:
         first, last = span(node)
@@ -794,8 +795,8 @@ def _python_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire 
     renames = {c.name: f"{c.name}_{token}" for c in target.classes}
     if not target.classes:
         renames[func.name] = f"{func.name}_{token}"
-    for name in ast.walk(tree):
-        if isinstance(name, ast.Name) and name.id in renames:
+    for name in names:
+        if name.id in renames:
             start, end = text.span(name)
             if not edits.is_dead(start, end):
                 edits.replace(start, end, renames[name.id])
@@ -853,15 +854,17 @@ def _python_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire 
     return Tripwire(new_path, out, full, "twin", _of(test), twin.count, token)
 
 
-def _references(tree: ast.Module) -> dict[str, list[int]]:
-    """Lines where each name is used as a name or an attribute."""
-    out: dict[str, list[int]] = {}
+def _references(tree: ast.Module) -> tuple[dict[str, list[int]], list[ast.Name]]:
+    """Lines where each name is used as a name or an attribute, and every Name node."""
+    lines: dict[str, list[int]] = {}
+    names: list[ast.Name] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            out.setdefault(node.id, []).append(node.lineno)
+            lines.setdefault(node.id, []).append(node.lineno)
+            names.append(node)
         elif isinstance(node, ast.Attribute):
-            out.setdefault(node.attr, []).append(node.lineno)
-    return out
+            lines.setdefault(node.attr, []).append(node.lineno)
+    return lines, names
 
 
 def _same_def(a: TestDef, b: TestDef) -> bool:
@@ -1088,13 +1091,11 @@ def _assert_object(node: Node, bound: frozenset[str]) -> bool:
     return False
 
 
-def _assert_bindings(root: Node) -> frozenset[str]:
+def _assert_bindings(path: str, root: Node) -> frozenset[str]:
     """Names the module binds to an assertion module (`import assert from 'node:assert'`,
     `const { strict: assert } = require('assert')`, `import { assert } from 'chai'`...)."""
     names = {"assert"}
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    for node in js_nodes(path, root, ("import_statement", "variable_declarator")):
         source: Node | None = None
         if node.type == "import_statement":
             source = node.child_by_field_name("source")
@@ -1110,7 +1111,6 @@ def _assert_bindings(root: Node) -> frozenset[str]:
             if target is not None:
                 for ident in _identifiers(target):
                     names.add(ident)
-        stack.extend(node.children)
     return frozenset(names)
 
 
@@ -1236,7 +1236,8 @@ def _js_rename(edits: _Edits, name: Node, token: str) -> None:
 
 def _js_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire | None:
     data = source.encode()
-    calls = test_calls(path, data)
+    tree = js_tree(path, data)
+    calls = test_calls(path, data, tree)
     target = next((c for c in calls if c.definition is not None and _same_def(c.definition, test)), None)
     if target is None or target.kind != "test":
         raise ValueError(f"{path} does not define the test {_of(test)!r} at line {test.start_line}")
@@ -1246,15 +1247,10 @@ def _js_twin(path: str, source: str, test: TestDef, token: str) -> Tripwire | No
     p = f"__t{token}"
     values = _values(token)
     typescript = js_kind(path) != "javascript"
-    tree = js_tree(path, data)
-    twin = _JsTwin(edits, p, values, _assert_bindings(tree.root_node))
+    twin = _JsTwin(edits, p, values, _assert_bindings(path, tree.root_node))
 
-    stack = [target.callback]
-    while stack:
-        node = stack.pop()
-        if node.type == "call_expression":
-            twin.call(node)
-        stack.extend(reversed(node.children))
+    for node in js_nodes(path, target.callback, ("call_expression",)):
+        twin.call(node)
     if not twin.count:
         return None
 
