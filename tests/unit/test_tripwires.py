@@ -779,3 +779,20 @@ def test_javascript_numbers_differ_as_doubles() -> None:
         assert made is not None
         moved = made.text.split(".toBe(")[1].split(")")[0].strip("(")
         assert float(moved) != float(literal), (literal, moved)
+
+
+def test_a_twin_through_an_each_group_keeps_its_table() -> None:
+    source = (
+        "describe.each([['a'], ['b']])('group %s', (x) => {\n"
+        "  it('leaf', () => { expect(x.length).toBe(1); });\n"
+        "  it('other', () => {});\n"
+        "});\n"
+        "test.each`\n  a\n  ${1}\n`('row $a', ({ a }) => { expect(a).toBe(1); });\n"
+    )
+    made = twin("a.test.js", source, only("a.test.js", source, "leaf"), TOKEN)
+    assert made is not None
+    assert f"describe.each([['a'], ['b']])(\"group %s {TOKEN}\"" in made.text
+    assert "void 0(" not in made.text and "'other'" not in made.text
+    assert [d.name for d in defined_tests(made.path, made.text) if d.kind == "test"] == [f"leaf {TOKEN}"]
+    made = twin("a.test.js", source, only("a.test.js", source, "row $a"), TOKEN)
+    assert made is not None and "test.each`" in made.text and f'"row $a {TOKEN}"' in made.text
