@@ -8,7 +8,9 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,lint,browser]'  # the suite, the static checks, the board's tests
+# The suite, the static checks, the board's tests, at the dev lock's versions (scripts/lock.sh):
+# a new release of ruff, mypy or a library they read changes nothing here until the lock moves.
+.venv/bin/python -m pip install --quiet -c requirements/dev.txt -e '.[test,lint,browser]'
 # The SAM CLI in a virtual environment of its own (its pins clash with the project's); the
 # suite runs `sam validate --lint` and `sam build` with it (tests/functions/test_sam.py).
 if [ ! -x .venv-sam/bin/sam ]; then
