@@ -33,7 +33,9 @@ def test_the_dev_lock_pins_every_declared_package_within_its_range() -> None:
     for req in wanted:
         name = canonicalize_name(req.name)
         versions = [pin.version for pin in pins if pin.name == name]
-        assert versions, f"{req.name} is in pyproject.toml but not in requirements/dev.txt: run scripts/lock.sh"
+        assert versions, (
+            f"{req.name} is in pyproject.toml but not in requirements/dev.txt: run scripts/lock.sh"
+        )
         for version in versions:
             assert req.specifier.contains(version, prereleases=True), (
                 f"requirements/dev.txt has {req.name}=={version}, outside pyproject.toml's "
