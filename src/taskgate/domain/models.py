@@ -107,9 +107,6 @@ class Criterion(Record):
     def _strip(cls, v: str | None) -> str | None:
         return v.strip() or None if v is not None else None
 
-    def needs_ref(self) -> bool:
-        return self.kind in (CriterionKind.TEST, CriterionKind.COMMAND)
-
 
 class CriterionInput(Record):
     """A criterion as a caller writes it; the id is assigned by the server."""

@@ -380,10 +380,6 @@ def drain_key(project: str, slot: int) -> tuple[str, str]:
     return (f"DRAIN#{project}", f"SLOT#{slot:02d}")
 
 
-def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:
-    return (task_pk(task_id), f"D#{attempt:04d}#{version:08d}")
-
-
 def batch_key(project: str, batch_id: str) -> tuple[str, str]:
     return (project_pk(project), f"BATCH#{batch_id}")
 
