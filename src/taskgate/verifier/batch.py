@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.run_report import CheckResult, CriterionResult
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, checkout
 from taskgate.verifier.run import Gathered, RunError, Runner

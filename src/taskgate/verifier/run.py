@@ -41,7 +41,8 @@ from taskgate.domain.baseline import (
 from taskgate.domain.commit_ids import FULL_COMMIT
 from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import Criterion, CriterionKind, FailedTest
-from taskgate.domain.outcome import (
+from taskgate.domain.reports import Report, ReportError
+from taskgate.domain.run_report import (
     CheckResult,
     CriterionResult,
     Evidence,
@@ -51,7 +52,6 @@ from taskgate.domain.outcome import (
     ScreenHit,
     WithoutChange,
 )
-from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.runners import runner_line
 from taskgate.domain.testrefs import failed_names, match_reports, matched_tests
 from taskgate.domain.text import TAIL_CHARS, clip_words, tail_lines
