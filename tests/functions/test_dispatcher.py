@@ -26,6 +26,7 @@ from taskgate.cloud.dispatcher import handler
 from taskgate.cloud.ecs import LEASE_VAR, drain_command, lease_from_value
 from taskgate.domain.models import CredentialKind, CriterionInput, Status, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
+from taskgate.domain.run_report import RunReport
 from taskgate.service import claims, dispatch, keys, projects, records, review, tasks, verification
 from taskgate.service.dispatch import Slot, SlotState
 from tests.functions.stack import Stack, run_task_requests, stack, stream_event
@@ -235,7 +236,9 @@ def test_verify_again_after_the_task_left_starts_a_new_verifier(cloud: Stack) ->
     )
     while cloud.ctx.task(tid).status is Status.NEEDS_VERIFICATION:  # verifier errors until needs_human
         run = verification.start(cloud.ctx, verifier, task_id=tid).run
-        verification.finish(cloud.ctx, verifier, tid, run.id, checks={}, results={}, error="checkout failed")
+        verification.finish(
+            cloud.ctx, verifier, tid, run.id, RunReport(checks={}, results={}, error="checkout failed")
+        )
     assert cloud.ctx.task(tid).status is Status.NEEDS_HUMAN
     # The task that ran gave its slot back when the queue stayed empty, and exited.
     [override] = _started(cloud)[0]["overrides"]["containerOverrides"]

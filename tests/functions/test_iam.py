@@ -29,8 +29,8 @@ import pytest
 from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, VerifierKind
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting, human
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, keys, projects, specs, staleness, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, CONDITIONS, Stack, resolve, resource, stack, stream_event, template

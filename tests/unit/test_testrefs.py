@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import (
     MAX_GROUP_DEPTH,
     Group,
@@ -19,6 +18,7 @@ from taskgate.domain.reports import (
     parse_json,
     parse_junit,
 )
+from taskgate.domain.run_report import Evidence
 from taskgate.domain.testrefs import RefResult, failed_names, match, match_reports, normalize, segments
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "reports"

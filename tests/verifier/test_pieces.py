@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_REPORT_BYTES, ReportError
+from taskgate.domain.run_report import Evidence
 from taskgate.domain.verifier_config import ReportSpec, draft_from_commands
 from taskgate.verifier import process
 from taskgate.verifier.checkout import CheckoutError, CommitMissing, checkout, is_remote

@@ -42,8 +42,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from taskgate.domain.models import FailedTest
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_GROUP_DEPTH, Group, Report, TestCase, TestOutcome
+from taskgate.domain.run_report import Evidence
 
 MAX_DETAIL_CHARS = 4000
 MAX_NAME_CHARS = 1000  # a failing test's name as a result carries it
