@@ -9,7 +9,7 @@ from taskgate.domain.errors import TaskgateError
 from taskgate.domain.spec_markdown import parse_criteria, parse_spec_markdown
 
 
-@pytest.mark.parametrize("dash", ["—", "–", "--", "-"])
+@pytest.mark.parametrize("dash", ["—", "\u2013", "--", "-"])
 def test_each_dash_before_the_ref_reads_the_same(dash: str) -> None:
     [c] = parse_criteria([f"- (test) digits are kept {dash} `slugify > keeps digits`"])
     assert (c.text, c.verify_ref) == ("digits are kept", "slugify > keeps digits")
