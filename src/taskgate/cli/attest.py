@@ -14,6 +14,7 @@ from typing import Any
 from taskgate.cli.output import client, emit
 from taskgate.cli.text import visible
 from taskgate.domain.principals import VIA_SAID, Via
+from taskgate.domain.text import plural
 
 
 def cmd_attest_key(args: argparse.Namespace) -> None:
@@ -68,7 +69,7 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
     emit(
         args,
         payload,
-        f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
+        f"OK: {plural(len(done.statements), 'statement')} ({', '.join(kinds)}) signed by key {key.key_id}, "
         f"chained; the last is about "
         + (
             f"commit {done.last_commit}"
@@ -109,11 +110,14 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = api.call("GET", api.path("api", "projects", args.project, "audit"))
     lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
-        f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
+        f"{u['task']}: {plural(u['events'], 'unchained event')} (written before this server kept a hash chain), "
         "chain intact after them"
         for u in out["unchained_tasks"]
     ]
-    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: "
+    summary = (
+        f"{plural(out['tasks'], 'task')}, {plural(out['events'], 'event')}, "
+        f"{plural(out['statements'], 'signed statement')}: "
+    )
     made = out.get("acceptances") or {}
     if made:
         said = {
@@ -127,7 +131,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         summary += "MISMATCH"
     elif out["unchained"]:
         summary += (
-            f"{out['unchained']} unchained events in {len(out['unchained_tasks'])} tasks, not verified; "
+            f"{plural(out['unchained'], 'unchained event')} in {plural(len(out['unchained_tasks']), 'task')}, "
+            "not verified; "
             "every chain intact"
         )
     else:
