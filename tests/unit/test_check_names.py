@@ -64,3 +64,18 @@ def test_the_readmes_node_recipe_drafts_node_test_and_says_what_null_means() -> 
     # A JUnit-only node --test prints nothing a person can read: the draft says so.
     assert any("only a JUnit reporter" in n and "'node-test'" in n for n in notes)
     assert not any("'node-test-2'" in n and "JUnit" in n for n in notes)
+
+
+def test_the_draft_reads_the_junit_destination_of_node_not_the_first_one() -> None:
+    readable = (
+        "mkdir -p reports && node --test --test-reporter=spec --test-reporter-destination=stdout "
+        "--test-reporter=junit --test-reporter-destination=reports/junit.xml"
+    )
+    cfg, notes = draft_from_commands(
+        [readable, "node --test --test-reporter=spec --test-reporter-destination=stdout"]
+    )
+    report = cfg.checks["node-test"].report
+    assert report is not None and report.path == "reports/junit.xml"
+    assert cfg.checks["node-test-2"].report is None  # spec to stdout only: no report to read
+    assert any("'node-test-2' writes no report" in n for n in notes)
+    assert not any("'node-test' gives node --test only a JUnit reporter" in n for n in notes)

@@ -225,7 +225,6 @@ class VerifierConfig(BaseModel):
 # Where common runners write a JUnit report when told on their command line (or environment).
 _REPORT_FLAGS = (
     re.compile(r"--junit-?xml[= ](?P<path>\S+)"),  # pytest
-    re.compile(r"--test-reporter-destination[= ](?P<path>\S+)"),  # node --test
     re.compile(r"--outputFile(?:\.junit)?[= ](?P<path>\S+)"),  # vitest
     re.compile(r"JEST_JUNIT_OUTPUT_FILE=(?P<path>\S+)"),  # jest-junit
     re.compile(r"LogFilePath=(?P<path>[^;\"'\s]+)"),  # dotnet test --logger "junit;LogFilePath=..."
@@ -244,15 +243,33 @@ def _check_name(command: str, taken: set[str]) -> str:
     return name
 
 
+_NODE_REPORTER = re.compile(r"--test-reporter(?P<dest>-destination)?[= ](?P<value>\S+)")
+
+
+def _node_junit(command: str) -> str | None:
+    """Where `node --test` writes its JUnit report: its reporters and their destinations pair up
+    in order (`--test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit
+    --test-reporter-destination=reports/junit.xml`), so the junit one's, not the first one's."""
+    reporters: list[str] = []
+    destinations: list[str] = []
+    for m in _NODE_REPORTER.finditer(command):
+        (destinations if m.group("dest") else reporters).append(m.group("value").strip("'\""))
+    if "junit" not in reporters:
+        return None
+    at = reporters.index("junit")
+    return destinations[at] if at < len(destinations) else None
+
+
 def _report_of(command: str) -> ReportSpec | None:
-    for flag in _REPORT_FLAGS:
-        m = flag.search(command)
-        if m is not None:
-            try:
-                return ReportSpec(path=m.group("path").strip("'\""), format="junit")
-            except ValueError:
-                return None  # an absolute or escaping path: a human must choose one
-    return None
+    found = [m.group("path") for flag in _REPORT_FLAGS if (m := flag.search(command)) is not None]
+    paths = [_node_junit(command), *found]
+    path = next((p.strip("'\"") for p in paths if p is not None), None)
+    if path is None or path in ("stdout", "stderr"):
+        return None
+    try:
+        return ReportSpec(path=path, format="junit")
+    except ValueError:
+        return None  # an absolute or escaping path: a human must choose one
 
 
 def draft_from_commands(commands: list[str]) -> tuple[VerifierConfig, list[str]]:
