@@ -171,3 +171,35 @@ def test_one_person_one_spelling(server: Server) -> None:
     assert r.returncode == 0, r.stderr
     [deputy] = [k for k in rest(server, "/api/keys")["items"] if k["name"] == "deputy"]
     assert deputy["delegations"] == ["human:tester"]
+
+
+def test_draft_names_checks_for_what_they_run_and_takes_a_rename(server: Server) -> None:
+    node = (
+        "mkdir -p reports && node --test --test-reporter=spec --test-reporter-destination=stdout "
+        "--test-reporter=junit --test-reporter-destination=reports/junit.xml"
+    )
+    status, _ = server.request(
+        "PUT",
+        "/api/projects/my-lib/execution-defaults",
+        {"verification_commands": ["npm ci", node]},
+        token=server.admin_token,
+    )
+    assert status == 200
+    drafted = person(server, "verifier-config", "draft", "my-lib")
+    assert drafted.returncode == 0, drafted.stderr
+    config = json.loads(drafted.stdout)
+    assert list(config["checks"]) == ["install", "node-test"]
+    assert config["checks"]["node-test"]["report"] == {"path": "reports/junit.xml", "format": "junit"}
+    assert "null" not in drafted.stdout  # what is left to the default is left out ...
+    assert (
+        'note: "base_branch": null and "merge": null leave both to the repository' in drafted.stderr
+    )  # ... and said
+    renamed = person(server, "verifier-config", "draft", "my-lib", "--rename", "node-test=unit")
+    assert list(json.loads(renamed.stdout)["checks"]) == ["install", "unit"]
+    for bad, says in (
+        ("mkdir=unit", "OLD one of the drafted checks: install, node-test"),
+        ("node-test=install", "two checks would both be called install"),
+        ("node-test=no good", "a check name matches"),
+    ):
+        r = person(server, "verifier-config", "draft", "my-lib", "--rename", bad)
+        assert r.returncode == 2 and says in r.stderr and r.stdout == "", (bad, r.stdout, r.stderr)
