@@ -307,7 +307,10 @@ def _judge_group(node: _Node, label: str) -> RefResult:
             tuple(_failure(t) for t in shown),
         )
     if not passed:
-        return RefResult(Evidence.SKIPPED, _clip(f"all {n} tests of group {label} were skipped"))
+        every = "the one test" if n == 1 else f"all {n} tests"
+        return RefResult(
+            Evidence.SKIPPED, _clip(f"{every} of group {label} {'was' if n == 1 else 'were'} skipped")
+        )
     extra = f", {len(skipped)} skipped" if skipped else ""
     return RefResult(Evidence.PASS, _clip(f"{len(passed)} of {n} tests passed in group {label}{extra}"))
 
