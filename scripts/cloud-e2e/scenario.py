@@ -613,12 +613,13 @@ def fleet(s: State, notes: dict[str, str]) -> None:
 def lease_claimed(s: State, notes: dict[str, str]) -> None:
     """An agent claims with a one-minute lease and goes silent; the sweeper settles it later."""
     stack = s.stack
+    stack.cli("project", "create", "idle", "--repo", "https://example.com/idle.git", "--yes")
     tid = stack.ok(
         "POST",
-        "/api/projects/fleet/tasks",
+        "/api/projects/idle/tasks",
         {"title": "abandoned", "criteria": [{"text": "works", "kind": "review"}]},
     )["task"]["id"]
-    key = stack.key("silent", "fleet")
+    key = stack.key("silent", "idle")
     out = as_agent(stack, key, lambda a: a.ok("claim_task", task_id=tid, lease_minutes=1))
     check(stack.task(tid)["task"]["status"] == "claimed", stack.task(tid)["task"]["status"])
     s.lapsing, s.lapsing_at = tid, time.time()
@@ -760,7 +761,11 @@ def killed_and_swept(s: State, notes: dict[str, str]) -> None:
         "no lapsed slot logged",
     )
     check(dispatcher_said(s, "sweep verifier started"), "no sweep start logged")
-    notes["killed"] = f"{slow} mid-run"
+    # The dead run stays live until its budget runs out (the sweeper then ends it as an error);
+    # meanwhile every sweep would start a task for it. A human cancels it.
+    s.stack.cli("task", "cancel", slow, "--yes")
+    check(s.stack.task(slow)["task"]["status"] == "cancelled", "not cancelled")
+    notes["killed"] = f"{slow} mid-run (then cancelled)"
     notes["restarted"] = f"{after} verified {time.monotonic() - killed_at:.0f} s after the kill"
 
 
@@ -778,7 +783,7 @@ def lease_swept(s: State, notes: dict[str, str]) -> None:
     tid = s.lapsing
     wait = s.lapsing_at + 60 + 75 - time.time()  # the lease, then a sweeper run a minute apart
     detail = s.stack.wait_for("sweeper", status_is(s, tid, "ready"), max(wait, 5) + 60, every_s=5)
-    [expiry] = [e for e in detail["history"] if e.get("to_status") == "ready"]
+    expiry = [e for e in detail["history"] if e.get("to_status") == "ready"][-1]
     check(expiry["actor"] == "system:lease", expiry)
     events = boto3.client("logs").filter_log_events(
         logGroupName=physical("SweeperLogs"), filterPattern='"lease expired"'
@@ -922,12 +927,12 @@ def main() -> int:
                 ("health through the emulated API Gateway", health, ()),
                 (jwt, jwt_authorizer, ()),
                 ("key authorizer: a bad key refused", key_authorizer, ()),
-                (warmed, warm, (jwt,)),
-                (f"{FLEET} agents race over MCP for {FLEET_TASKS} tasks", fleet, (warmed,)),
                 (lease, lease_claimed, (jwt,)),
                 (project, project_with_verification, (jwt,)),
                 (ok, verified, (project,)),
                 (ATTESTED, attest_offline, (ok,)),
+                (warmed, warm, (jwt,)),
+                (f"{FLEET} agents race over MCP for {FLEET_TASKS} tasks", fleet, (warmed,)),
                 ("a verifier killed mid-run; the sweep starts another", killed_and_swept, (ok,)),
                 ("the lapsed lease settled by the scheduled sweeper", lease_swept, (lease,)),
                 ("the nightly run reads a moved base and verifies again", nightly, (ok,)),
