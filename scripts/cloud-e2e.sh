@@ -48,6 +48,10 @@ finish() {
   wait 2>/dev/null
   # Verifier containers the emulator started and did not remove.
   podman ps --all --quiet --filter label=com.amazonaws.ecs.cluster 2>/dev/null | xargs -r podman rm --force >/dev/null 2>&1
+  # The image's name in the stack's repository (the image itself stays, for the next run's cache).
+  podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null \
+    | grep "^000000000000\.dkr\.ecr\.us-east-1\.amazonaws\.com/$STACK-verifierrepository-" \
+    | xargs -r podman untag >/dev/null 2>&1
   rm -rf "$WORK/build"  # the built stack (~150 MB); the logs stay
   echo "cloud-e2e: whole run $(( $(date +%s) - began )) s; logs in $WORK"
   echo "cloud-e2e: $passed/$total passed"
