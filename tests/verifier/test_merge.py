@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -114,7 +115,7 @@ def test_a_conflict_goes_back_to_ready_without_an_attempt_and_three_go_to_a_huma
     expected = (
         f"merge conflict: commit {sha[:12]} does not merge cleanly onto main at {tip[:12]} "
         "(conflicting paths: conf.py, test_conf.py); no check ran and no attempt was used. Rebase your "
-        "work onto the current main (git fetch <the project's repository> main && git rebase FETCH_HEAD), "
+        f"work onto the current main (git fetch {shlex.quote(str(repo.path))} main && git rebase FETCH_HEAD), "
         "resolve the conflicts, commit, and submit the new commit"
     )
     for n in (1, 2, 3):

@@ -628,7 +628,7 @@ def _conflicted(
     project = ctx.project(task.project)
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     now = ctx.clock.now()
-    summary = conflict_summary(commit or run.commit_sha, conflict)
+    summary = conflict_summary(commit or run.commit_sha, conflict, project.repo)
     finding = Finding(
         attempt=run.attempt,
         source=FindingSource.VERIFIER,
