@@ -1,6 +1,23 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: venv, install, lint, types, tests.
 set -euo pipefail
+case "${1:-}" in
+  -h|--help)
+    cat <<'USAGE'
+usage: bash scripts/test.sh [PYTEST ARGS...]
+
+Runs taskgate's whole test suite from a fresh clone:
+  1. makes .venv (with $PYTHON, default python3) and installs taskgate with its test, lint and
+     browser extras from the package index pip is configured for, at the versions of the dev
+     lock (requirements/dev.txt, made by scripts/lock.sh);
+  2. makes .venv-sam with the SAM CLI (for tests/functions/test_sam.py), once;
+  3. runs ruff (check and format --check), mypy over src, then pytest on two workers.
+Arguments go to pytest, e.g. `bash scripts/test.sh tests/unit -x`. The browser tests drive
+/usr/bin/chromium; nothing downloads a browser. Installing takes a few minutes the first time.
+USAGE
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1  # the browser tests use Debian's /usr/bin/chromium

@@ -15,8 +15,8 @@ from taskgate.cloud.dispatcher import handler
 from taskgate.cloud.drain_lease import StoreLease
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, Status, VerifierKind
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import Acting, acting, human
+from taskgate.domain.run_report import Evidence
 from taskgate.service import batches, claims, dispatch, keys, projects, records, tasks
 from taskgate.service.context import Context
 from taskgate.service.dispatch import Lease, Outcome, Slot, SlotState

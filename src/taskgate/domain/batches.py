@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from taskgate.domain.commit_ids import Sha
 from taskgate.domain.merging import MergeMode
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence
 
 # Each task of a batch is one marker and one guard in the commit that records the batch, and
 # one run record per step: a commit holds at most 100 writes.

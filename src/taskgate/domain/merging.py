@@ -8,6 +8,7 @@ longer the branch's tip is stale until a run on the new tip confirms or undoes i
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,17 +61,21 @@ class MergeConflict(_Model):
     paths: list[str] = Field(min_length=1, max_length=10_000)
 
 
-def conflict_summary(commit: str, c: MergeConflict) -> str:
-    """The finding a conflict gives: the base tip, the conflicting paths, what to do."""
+def conflict_summary(commit: str, c: MergeConflict, repo: str | None = None) -> str:
+    """The finding a conflict gives: the base tip, the conflicting paths, what to do. `repo`: the
+    project's repository as configured (a path or a URL), which the command fetches from by name,
+    so it works whatever the agent's remotes are called, or in that repository itself (a local
+    path has no `origin`)."""
     shown = c.paths[:CONFLICT_PATHS_SHOWN]
     more = len(c.paths) - len(shown)
     paths = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
     verb = "merge" if c.mode == "merge" else "rebase"
+    source = shlex.quote(repo) if repo else "<the project's repository>"
     return (
         f"merge conflict: commit {commit[:12]} does not {verb} cleanly onto {c.branch} at {c.tip[:12]} "
         f"(conflicting paths: {paths}); no check ran and no attempt was used. Rebase your work onto "
-        f"the current {c.branch} (git fetch origin && git rebase origin/{c.branch}), resolve the "
-        "conflicts, commit, and submit the new commit"
+        f"the current {c.branch} (git fetch {source} {shlex.quote(c.branch)} && git rebase FETCH_HEAD), "
+        "resolve the conflicts, commit, and submit the new commit"
     )
 
 
