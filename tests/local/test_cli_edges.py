@@ -148,7 +148,7 @@ def test_a_body_over_the_servers_limit_is_answered_with_why(server: Server, tmp_
     big.write_text(
         "# Big\n\nrisk: low\n\n" + "x" * (10 * 1024 * 1024) + "\n\n## Acceptance criteria\n\n- (review) ok\n"
     )
-    first = _one_line_failure(server.cli("spec", "create", "edges", "--file", str(big)), "E_VALIDATION")
+    first = _one_line_failure(server.cli("spec", "create", "edges", "--file", str(big)), "E_TOO_LARGE")
     assert "request body over 1048576 bytes" in first
 
 

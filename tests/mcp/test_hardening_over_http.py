@@ -124,8 +124,8 @@ def test_a_request_id_that_is_not_a_string_or_integer_is_refused(
 def test_transport_refusals_answer_json_with_a_code(live: Live, key: str, project: str) -> None:
     body = rpc("tools/list", version=LEGACY)
     cases = [  # refused by the SDK's transport in plain text before: now taskgate's JSON shape
-        ({"content-type": "text/plain"}, (400, 415), "E_VALIDATION"),
-        ({"host": "attacker.example:8765"}, (421,), "E_VALIDATION"),
+        ({"content-type": "text/plain"}, (415,), "E_NOT_JSON"),
+        ({"host": "attacker.example:8765"}, (421,), "E_WRONG_HOST"),
         ({"origin": "http://attacker.example"}, (403,), "E_FORBIDDEN"),
     ]
     for headers, statuses, code in cases:
@@ -240,7 +240,7 @@ def test_a_request_whose_body_never_arrives_is_timed_out(tmp_path: Path) -> None
                 assert time.monotonic() - started < 10
             answer_text = answer.decode()
             assert answer_text.startswith("HTTP/1.1 408"), answer_text
-            assert '"code":"E_VALIDATION"' in answer_text, answer_text
+            assert '"code":"E_TIMEOUT"' in answer_text, answer_text
         status, _ = server.request("GET", "/api/health")
         assert status == 200
 

@@ -35,24 +35,24 @@ from taskgate.api.errors import (
 )
 from taskgate.api.routes.docs import BEARER
 from taskgate.api.schemas import ErrorBody
-from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
+from taskgate.domain.errors import HTTP_STATUS, INTERNAL, ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
 
 log = logging.getLogger("taskgate.api")
 
 _ERROR_TEXT = {
-    401: "No credential, or one that is unknown or revoked (E_UNAUTHORIZED)",
-    403: "The credential may not do this (E_FORBIDDEN, E_SELF_ACCEPT, E_SELF_VERIFY)",
-    404: "No such project, task, spec, key or run (E_NOT_FOUND)",
-    409: "The record is not in a state that allows this, or changed meanwhile "
-    "(E_WRONG_STATE, E_STALE_CLAIM, E_CONFLICT)",
-    415: "The request body is not JSON (E_VALIDATION)",
-    422: "The request is invalid (E_VALIDATION, E_EMPTY_CRITERIA)",
+    401: "No credential, or one that is unknown or revoked",
+    403: "The credential may not do this",
+    404: "No such project, task, spec, key or run",
+    409: "The record is not in a state that allows this, or changed meanwhile",
+    415: "The request body is not JSON",
+    422: "The request is invalid",
 }
 
 
 def _error_response(status: int) -> OpenAPIResponse:
-    return {"description": _ERROR_TEXT[status], "content": {JSON: {"model": ErrorBody}}}
+    codes = ", ".join(code.value for code, answered in HTTP_STATUS.items() if answered == status)
+    return {"description": f"{_ERROR_TEXT[status]} ({codes})", "content": {JSON: {"model": ErrorBody}}}
 
 
 def responses_for(spec: RouteSpec) -> dict[int, OpenAPIResponse]:
@@ -109,10 +109,8 @@ def _on_invalid(app: APIGatewayHttpResolver, exc: RequestValidationError) -> Res
 
 
 def _on_not_json(exc: RequestUnsupportedContentType) -> Response[Any]:
-    err = TaskgateError(
-        ErrorCode.VALIDATION, "the request body must be JSON (Content-Type: application/json)"
-    )
-    return _error(415, *status_and_body(err)[1:])
+    err = TaskgateError(ErrorCode.NOT_JSON, "the request body must be JSON (Content-Type: application/json)")
+    return _error(*status_and_body(err))
 
 
 def _on_no_route(exc: NotFoundError) -> Response[Any]:

@@ -1,5 +1,5 @@
 """Every refusal the REST API gives, in one shape: JSON {code, message, hint, current_status?}
-with the HTTP status of `HTTP_STATUS`. Request validation by Powertools comes back the same
+with the HTTP status of `HTTP_STATUS` (domain/errors.py), never one written beside a code. Request validation by Powertools comes back the same
 way, with each failing field also listed in `errors` so the board can show it in place."""
 
 from __future__ import annotations
@@ -36,6 +36,13 @@ HINTS: dict[ErrorCode, str] = {
     ErrorCode.NOTHING_READY: "No task is ready right now.",
     ErrorCode.UNAUTHORIZED: "Sign in again: the credential is missing, unknown or revoked.",
     ErrorCode.UNAVAILABLE: "Nothing was changed; try again in a minute.",
+    ErrorCode.TOO_LARGE: "Nothing was changed. Send less: the message says the limit.",
+    ErrorCode.TIMEOUT: "Nothing was changed. The body arrived too slowly; send the request again, whole.",
+    ErrorCode.METHOD_NOT_ALLOWED: "Use the method the message names.",
+    ErrorCode.NOT_JSON: "Send the body as JSON, with 'Content-Type: application/json'.",
+    ErrorCode.NOT_ACCEPTABLE: "Accept what the server answers in: 'Accept: application/json, "
+    "text/event-stream' for MCP.",
+    ErrorCode.WRONG_HOST: "Call the server at the address it serves on; it answers only for its own hosts.",
 }
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from taskgate.domain import limits
 from taskgate.domain.baseline import DEFAULT_PROTECT, protect_globs
 from taskgate.domain.batches import Batch
+from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
@@ -547,7 +548,7 @@ class ProjectQueue(Out):
     base_branch: str | None = Field(
         default=None, description="The base branch the config names, else the one last reported"
     )
-    base_tip: str | None = Field(default=None, description="The base branch's tip as last reported")
+    base_tip: Sha | None = Field(default=None, description="The base branch's tip as last reported")
     merge: str | None = Field(default=None, description="The verifier config's merge setting")
     stale: int = Field(default=0, description="Verified tasks to verify again on the moved base")
 
@@ -604,7 +605,7 @@ class BaseMovedIn(In):
 class BaseMoved(Out):
     project: str
     branch: str
-    tip: str
+    tip: Sha
     changed: bool = Field(description="The tip was new to the server")
     ignored: str | None = Field(description="Why the push changed nothing (another branch), when it did not")
     stale: list[str] = Field(
@@ -716,8 +717,8 @@ class BatchFinishIn(In):
     controls_allowed = True  # what the checks printed, stored made plain (domain.text)
 
     branch: str | None = Field(default=None, min_length=1, max_length=200)
-    tip: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-    tree: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    tip: Sha | None = None
+    tree: Sha | None = None
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, dict[str, CriterionResult]] = Field(
         default_factory=dict, description="Task id -> criterion id -> evidence, for the run's tasks only"

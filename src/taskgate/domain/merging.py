@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.commit_ids import Sha
+
 if TYPE_CHECKING:
     from taskgate.domain.models import Task
 
@@ -22,8 +24,6 @@ MergeMode = Literal["merge", "rebase", "none"]
 CONFLICTS_TO_NEEDS_HUMAN = 3
 # A conflict's finding names this many paths; the rest are counted.
 CONFLICT_PATHS_SHOWN = 20
-
-_SHA = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
 class _Model(BaseModel):
@@ -37,8 +37,8 @@ class MergedBase(_Model):
 
     mode: MergeMode
     branch: str | None = Field(default=None, max_length=200)
-    tip: str | None = Field(default=None, pattern=_SHA)
-    tree: str | None = Field(default=None, pattern=_SHA)
+    tip: Sha | None = None
+    tree: Sha | None = None
     why: str | None = Field(default=None, max_length=500)  # why no merge was made, when none was
 
 
@@ -47,7 +47,7 @@ class BaseTip(_Model):
     push webhook or the nightly run): verdicts on another tip are stale."""
 
     branch: str = Field(min_length=1, max_length=200)
-    tip: str = Field(pattern=_SHA)
+    tip: Sha
     at: str  # ISO time it was reported
     by: str  # who reported it
 
@@ -57,7 +57,7 @@ class MergeConflict(_Model):
 
     mode: Literal["merge", "rebase"]
     branch: str = Field(min_length=1, max_length=200)
-    tip: str = Field(pattern=_SHA)
+    tip: Sha
     paths: list[str] = Field(min_length=1, max_length=10_000)
 
 
