@@ -9,6 +9,7 @@ import json
 import socket
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp.events import LEGACY, MODERN, VERSIONS, initialize, mcp_headers, rpc
-from tests.mcp.live import Live, agent, run
+from tests.mcp.live import Live, agent, run, serving
 from tests.support.server import running
 
 _n = itertools.count(1)
@@ -69,8 +70,17 @@ def coded(result: Any) -> dict[str, Any]:
 # -- defect 1: stored text that cannot be serialised ------------------------------------------
 
 
-def test_poisoned_stored_text_is_a_coded_error_and_a_claim_commits_nothing(live: Live, project: str) -> None:
-    key, _ = live.key(f"poison-agent{next(_n)}", projects=[project])
+@pytest.fixture
+def own(tmp_path: Path) -> Iterator[Live]:
+    """A server of the test's own: the poison it stores would break every other test's
+    listing on the shared one."""
+    yield from serving(tmp_path / "own")
+
+
+def test_poisoned_stored_text_is_a_coded_error_and_a_claim_commits_nothing(own: Live) -> None:
+    live = own
+    project = live.project("poisoned")
+    key, _ = live.key("poison-agent", projects=[project])
     spec = live.ok(
         "POST",
         f"/api/projects/{project}/specs",
