@@ -107,6 +107,11 @@ def test_wrong_argument_types(live: Live, key: str, project: str, version: str) 
         ("claim_task", {"project": "not-this-one", "task_id": f"{project}-1"}, "not not-this-one"),
         ("claim_task", {}, "a project"),
         ("get_task", {"task_id": "not a task id"}, "task_id"),
+        (
+            "create_task",
+            {"project": project, "title": "t", "criteria": [{"text": "x", "verify_rfe": "a.b"}]},
+            "criteria.0.verify_rfe: unknown key 'verify_rfe'; did you mean 'verify_ref'?",
+        ),
     ]
 
     async def go() -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from taskgate import telemetry
+from taskgate.domain import validation
 from taskgate.domain.errors import INTERNAL, TaskgateError, invalid
 from taskgate.telemetry import Metric
 
@@ -29,12 +30,13 @@ def internal_result(tool: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], is_error=True)
 
 
-def bad_arguments(tool: str, exc: ValidationError) -> TaskgateError:
-    """One readable line per wrong argument (no input values echoed back: they may be long)."""
+def bad_arguments(tool: str, exc: ValidationError, arguments: type[BaseModel] | None) -> TaskgateError:
+    """One readable line per wrong argument (no input values echoed back: they may be long); an
+    unknown key inside an argument is named with the nearest known ones."""
     problems = []
     for err in exc.errors(include_url=False, include_input=False):
         where = ".".join(str(part) for part in err["loc"]) or "arguments"
-        problems.append(f"{where}: {err['msg']}")
+        problems.append(f"{where}: {validation.explain(err, arguments)}")
     return invalid(f"wrong arguments for {tool}: " + "; ".join(problems))
 
 

@@ -119,7 +119,8 @@ class TaskgateMCP(MCPServer[Any]):
                 return error_result(cause)
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 # The arguments failed the tool's input schema.
-                return error_result(bad_arguments(name, cause))
+                tool = self._tool_manager.get_tool(name)
+                return error_result(bad_arguments(name, cause, tool.fn_metadata.arg_model if tool else None))
             if isinstance(cause, NotUnicode):
                 log.error("tool %s: its answer holds text that is not valid Unicode", name)
                 return internal_result(name)
