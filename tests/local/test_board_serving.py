@@ -3,6 +3,9 @@ local sign-in, and one-time sign-in codes (never the token in a URL or the termi
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -175,3 +178,25 @@ def test_a_link_that_does_not_sign_in_says_why() -> None:
     s.mint()  # prunes it
     assert s.why_not(expired_unused) == signin.EXPIRED
     assert s.why_not(None) == signin.UNKNOWN
+
+
+def test_the_banner_names_a_board_command_that_runs_where_taskgate_is_not_on_the_path(
+    tmp_path: Path,
+) -> None:
+    # Started by its path, as the README's first command does, before `taskgate` is on the PATH.
+    bare_path = "/usr/bin:/bin"
+    server = start(tmp_path / "data", env={"PATH": bare_path})
+    out = server.stop()
+    [line] = [line for line in out.splitlines() if "prints a new one" in line]
+    command = re.search(r"`([^`]+) board`", line)
+    assert command is not None, line
+    ran = subprocess.run(
+        f"{command.group(1)} board --help",
+        shell=True,
+        env={**os.environ, "PATH": bare_path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, (line, ran.stderr)
+    assert "sign-in link" in ran.stdout.lower() or "usage" in ran.stdout.lower(), ran.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from taskgate.demo.tour import runnable_as
+from taskgate.local.invocation import runnable_as
 
 
 def test_before_the_readme_puts_it_on_the_path_the_typed_path_is_printed(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from taskgate.cli.client import ApiError, Client
 from taskgate.demo import material as m
+from taskgate.local import invocation
 
 DEFAULT_DIR = Path(tempfile.gettempdir()) / "taskgate-demo"
 PID_FILE = "serve.pid"
@@ -422,7 +423,7 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
     )
     if root.exists():
         raise DemoError(
-            f"{root} exists (a kept demo?): `{_me()} demo --clean{_dir_arg(root)}` stops it and removes it"
+            f"{root} exists (a kept demo?): `{invocation.me()} demo --clean{_dir_arg(root)}` stops it and removes it"
         )
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by `taskgate demo`; `taskgate demo --clean` removes this directory\n")
@@ -478,37 +479,12 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
             tour.stop()
             say(
                 f"the demo stopped early; its files stay in {root} (serve.log, repo): "
-                f"`{_me()} demo --clean{_dir_arg(root)}` removes them"
+                f"`{invocation.me()} demo --clean{_dir_arg(root)}` removes them"
             )
 
 
 def _statuses(tour: Tour) -> str:
     return ", ".join(f"{tid} {status}" for tid, status in sorted(tour.task_statuses().items()))
-
-
-def runnable_as(argv0: str, on_path: str | None, cwd: Path) -> str:
-    """How the person who started the demo runs `taskgate` again from where they are: `taskgate`
-    when that name on their PATH is this very program, else the path they started it by
-    (`.venv/bin/taskgate` before the README puts it on the PATH), relative to where they are
-    when it lies below it. `python -m taskgate.cli` when it was started that way."""
-    program = Path(argv0)
-    if program.name != "taskgate":
-        return f"{sys.executable} -m taskgate.cli"
-    if "/" not in argv0:
-        return "taskgate"  # found on the PATH by that name
-    here = (cwd / program).resolve() if not program.is_absolute() else program.resolve()
-    if on_path is not None and Path(on_path).resolve() == here:
-        return "taskgate"
-    if not program.is_absolute() and "/" in argv0:
-        return argv0  # what they typed works from where they typed it
-    try:
-        return f"./{here.relative_to(cwd.resolve())}"
-    except ValueError:
-        return str(here)
-
-
-def _me() -> str:
-    return runnable_as(sys.argv[0], shutil.which("taskgate"), Path.cwd())
 
 
 def _dir_arg(root: Path) -> str:
@@ -520,7 +496,7 @@ NO_WAIT = "No terminal to wait at"
 
 def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) -> None:
     server = f"--server {tour.url} --data-dir {tour.root / 'data'}"
-    taskgate = _me()
+    taskgate = invocation.me()
     lines = [
         "",
         f"The board, signed in (one-time link, 15 min): {result['sign_in']}",

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, cast
 
+from taskgate.local import invocation
 from taskgate.service import secrets
 from taskgate.signing.local import KEY_FILE, ensure_key
 
@@ -198,7 +199,7 @@ def serve(options: ServeOptions) -> None:
         print(f"  board:       {base}/", flush=True)
         print(
             f"  sign in:     {sign_in_url(base, sign_in.mint())}\n"
-            f"               (one-time link, valid {CODE_TTL_S // 60} min; `taskgate board` prints a new one)",
+            f"               (one-time link, valid {CODE_TTL_S // 60} min; `{invocation.me()} board` prints a new one)",
             flush=True,
         )
     print(f"  MCP:         {base}/mcp", flush=True)
