@@ -7,11 +7,16 @@ loop, as uvicorn would hand it a request, so the figures hold only what the serv
 sockets, no HTTP parsing, no client threads competing for the two cores. `taskgate`: the app
 `taskgate serve` mounts at /mcp (mcp/app.py's build_app: key check, SQLite store, gc.freeze as
 serve does) running the claim -> heartbeat -> submit mix; `bare-direct`: the bare SDK app with one
-`echo` tool (bench/benchkit/bare.py, as bench/mcp_rate.py serves it). Both protocol versions; interleaved rounds, medians of process CPU
-time (time.process_time) per call. Prints one line per server and version, then
-`cpu_ratio_<version>=` (bare over taskgate) and taskgate's own CPU per call (taskgate's minus
-bare's). Over HTTP (bench/mcp_rate.py) both servers also pay uvicorn's HTTP work and the clients
-share the cores, which adds the same to both sides: its ratios sit above these. --profile PATH writes cProfiles of taskgate's 2026-07-28 calls (PATH) and bare's (PATH.bare).
+`echo` tool (bench/benchkit/bare.py, as bench/mcp_rate.py serves it). Both protocol versions;
+interleaved rounds, medians of process CPU time (time.process_time) per call. Prints one line per
+server and version, then `cpu_ratio_<version>=` (bare over taskgate) and taskgate's own CPU per
+call (taskgate's minus bare's). Over HTTP (bench/mcp_rate.py) both servers also pay uvicorn's HTTP
+work and the clients share the cores, which adds the same to both sides: its ratios sit above
+these.
+
+--profile PATH writes cProfiles of taskgate's 2026-07-28 calls (PATH) and bare's (PATH.bare): the
+event loop's thread only, and the tool bodies run in worker threads (mcp/workers.py); a sampling
+profiler sees every thread (`py-spy record --pid` on a `taskgate serve` under load).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import cProfile
 import gc
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -196,6 +202,8 @@ async def run(calls: int, rounds: int, profile: str | None) -> None:
         )
         own = statistics.median(cpu[("taskgate", version)]) - statistics.median(cpu[("bare-direct", version)])
         print(f"cpu_ratio_{version}={ratio:.2f} taskgate_own_us_per_call_{version}={own * 1e6:.0f}")
+    ctx.store.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
