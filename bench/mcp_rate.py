@@ -1,6 +1,6 @@
 """Rate of taskgate MCP tool calls over HTTP against a bare MCP server, measured in one run.
 
-    python bench/mcp_rate.py [--seconds 4] [--rounds 3] [--threads 8] [--smoke]
+    python bench/mcp_rate.py [--seconds 4] [--rounds 3] [--threads 8] [--src CHECKOUT] [--smoke]
 
 Servers, all on this machine, measured in interleaved rounds:
 - `taskgate`: a real `taskgate serve` (its MCP app served directly by uvicorn, one long-lived
@@ -21,6 +21,9 @@ Each server line also gives the server process's CPU time per call (Linux /proc:
 of the whole process, its worker threads included), and `cpu_ratio_direct_<version>=` is bare
 direct's CPU per call over taskgate's: on a machine shared with other work, calls/s move with
 whatever else runs, CPU per call much less.
+
+--src serves another checkout's taskgate (its src/; its tasks seeded through its own services)
+against the same bare servers and clients, for a before and after.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from pathlib import Path
 
 from benchkit import bare, smoke
 from benchkit.mcp import SHA, VERSIONS, Connection
-from benchkit.seed import ready_tasks
+from benchkit.seed import ready_tasks_of
 from benchkit.serve import start
 
 MAX_RATE = 1500  # taskgate calls/s this bench seeds tasks for (well above this machine's ~900)
@@ -124,9 +127,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="per round and server")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--src", type=Path, help="serve the taskgate source in this checkout instead")
     args = smoke.parse(parser, seconds=0.3, rounds=1, threads=2)
 
-    server = start()
+    server = start(src=args.src)
     bare_direct, direct_port = bare.start()
     bare_translated, translated_port = bare.start(translated=True)
     try:
@@ -135,7 +139,8 @@ def main() -> None:
         # claim -> heartbeat -> submit uses one task per 3 calls; seed enough for every round of
         # both versions (warm-up included) at up to MAX_RATE calls/s, or a round runs dry
         warmup = min(1.0, args.seconds)
-        ready_tasks(server.db_path, "bench", int(args.rounds * 2 * (args.seconds + warmup) * MAX_RATE / 3))
+        needed = int(args.rounds * 2 * (args.seconds + warmup) * MAX_RATE / 3)
+        ready_tasks_of(args.src, server.db_path, "bench", needed)
 
         results: dict[tuple[str, str], list[float]] = {}
         cpu_per_call: dict[tuple[str, str], list[float]] = {}

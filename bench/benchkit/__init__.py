@@ -8,6 +8,7 @@ the tests' sake, and a bench that leant on one broke without anyone running it.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,5 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 SRC = ROOT / "src"
 
-if str(SRC) not in sys.path:  # run from a checkout without installing it
+# Run from a checkout without installing it. A taskgate already importable stays first: it may be
+# another checkout's, put on PYTHONPATH to be measured.
+if importlib.util.find_spec("taskgate") is None:
     sys.path.insert(0, str(SRC))
