@@ -70,7 +70,7 @@ With --verification the verifier's wall time is measured by running bench/verify
 container's start on Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an
 estimate.
 
---smoke: 2 lifecycles with verification on, the verifier's wall time given, then the fleet's
+--smoke: one lifecycle with verification on, the verifier's wall time given, then the fleet's
 pricing as --fleet prints it, in one process (the stack's modules take most of its seconds).
 
 --fleet (with --verification) prices the verifier tasks alone, for a fleet's load: --submissions
@@ -1225,7 +1225,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, help="--fleet: override VerifierConcurrency")
     parser.add_argument("--idle-s", type=float, help="--fleet: override VerifierIdleSeconds")
     parser.add_argument("--seed", type=int, default=1, help="--fleet: the arrivals' random seed")
-    args = smoke.parse(parser, n=2, verification=True, check_wall_s=5.0, submissions=20)
+    args = smoke.parse(parser, n=1, verification=True, check_wall_s=5.0, submissions=20)
     if args.fleet and not args.verification:
         parser.error("--fleet prices verifications: give --verification with it")
     settings = Settings.from_template()

@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--src", type=Path, help="serve the taskgate source in this checkout instead")
-    args = smoke.parse(parser, seconds=0.3, rounds=1, threads=2)
+    args = smoke.parse(parser, seconds=0.2, rounds=1, threads=2)
 
     server = start(src=args.src)
     bare_direct, direct_port = bare.start()

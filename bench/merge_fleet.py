@@ -24,8 +24,8 @@ landing that conflicts or leaves main's checks failing is counted, undone, and t
 with a finding. Rounds repeat until every task has landed with main green, or --rounds.
 
 --tasks K runs K of the 16 (SAMPLE: one standing alone, two that conflict, a pair that fails
-together, then the rest); the smoke run takes 3 of them through `merge` and `merge-batch`, 2
-rounds at most.
+together, then the rest); the smoke run takes 3 of them through one round of `merge` and of
+`merge-batch`.
 
 `merge-batch` (not run by default) is `merge` with a hastier human: each round, every verified
 task is accepted in one batch, stale verdicts included (the server accepts them and says they are
@@ -535,7 +535,7 @@ def main() -> None:
     ap.add_argument(
         "--tasks", type=int, default=len(JOBS), help=f"how many of the {len(JOBS)} tasks (see SAMPLE)"
     )
-    args = smoke.parse(ap, modes="merge,merge-batch", agents=3, tasks=3, rounds=2)
+    args = smoke.parse(ap, modes="merge,merge-batch", agents=3, tasks=3, rounds=1)
     work = Path(tempfile.mkdtemp(prefix="taskgate-bench-merge-"))
     tallies: dict[str, Tally] = {}
     live = start(work / "data")
