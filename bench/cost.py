@@ -756,7 +756,7 @@ def verify(run: Run, task_id: str, keys: Keys) -> None:
     passing evidence), and the dispatcher on the records those writes make."""
     from tests.support.evidence import CHECK, OK, local_results, review_results
 
-    from taskgate.domain.outcome import Evidence
+    from taskgate.domain.run_report import Evidence
 
     assert keys.local is not None and keys.reviewer is not None
     run.step = "dispatch"

@@ -44,11 +44,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     yield from serving(tmp_path_factory.mktemp("taskgate-environment"))
 
 
-def _gate(live: Live, tmp_path: Path, command: str) -> Gate:
+def _gate(live: Live, tmp_path: Path, command: str, **config: Any) -> Gate:
     repo = Repo.create(tmp_path / "repo", {"check.py": CHECK_PY, "answer.py": "VALUE = 41\n"})
     repo.branch("work")
     return Gate.create(
-        live, repo, {"check_timeout_minutes": 1, "checks": {"unit": {"command": command, "report": REPORT}}}
+        live,
+        repo,
+        {"check_timeout_minutes": 1, "checks": {"unit": {"command": command, "report": REPORT}}, **config},
     )
 
 
@@ -101,7 +103,8 @@ def test_a_submission_that_breaks_its_check_fails_and_uses_an_attempt(live: Live
 
 def test_a_submission_that_exits_127_itself_fails(live: Live, tmp_path: Path) -> None:
     # The checked code exits 127 in the shell's words, with no report: the baseline's does not.
-    gate = _gate(live, tmp_path, f"{PYTHON} check.py")
+    # Its exec is a road the screen holds; a human has allowed it here, as the hold offers.
+    gate = _gate(live, tmp_path, f"{PYTHON} check.py", screen_allow={"answer.py": ["py.exit"]})
     tid = gate.task([ANSWER])
     gate.submit(
         tid,

@@ -118,7 +118,7 @@ def test_validation_errors_come_back_in_the_error_shape_and_write_nothing(env: E
             raw_body=b"name=x",
         )
     )
-    assert resp.status == 415 and resp.json["code"] == "E_VALIDATION"
+    assert resp.status == 415 and resp.json["code"] == "E_NOT_JSON"
     resp = env.call("GET", "/api/projects/x/tasks", query={"limit": "0"})
     assert resp.status == 422 and "query.limit" in resp.json["message"]
     resp = env.call("GET", "/api/projects/x/tasks", query={"status": "finished"})

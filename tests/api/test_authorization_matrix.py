@@ -17,7 +17,7 @@ import pytest
 
 from taskgate.api.access import ROUTES, Access, RouteSpec
 from taskgate.domain.models import CredentialKind
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence
 from taskgate.service import batches, keys, verification
 from tests.api.support import CALLERS, NO_BODY, Env
 from tests.support.evidence import BASE0, run_verifier

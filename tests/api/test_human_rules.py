@@ -6,8 +6,8 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import AgentRole, CredentialKind, Risk, VerifierKind
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting
+from taskgate.domain.run_report import Evidence
 from taskgate.service import keys, review, verification
 from tests.api.support import Env
 from tests.support.evidence import run_verifier

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from taskgate.domain.models import FailureKind, SelfReport
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims
 from tests.api.support import Env
 from tests.support.evidence import run_verifier

@@ -76,7 +76,7 @@ def test_audit_verify_counts_unchained_events_and_still_names_an_edit_after_them
 
     done = cli(live, "audit", "verify", project)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{legacy} unchained events in 1 tasks, not verified; every chain intact" in done.stdout
+    assert f"{legacy} unchained events in 1 task, not verified; every chain intact" in done.stdout
     assert f"{old}: {legacy} unchained events (written before this server kept a hash chain)" in done.stdout
     assert "every chain matches" not in done.stdout
 

@@ -15,7 +15,7 @@ import pytest
 from taskgate.domain import dsse
 from taskgate.domain.chain import digest, event_sk
 from taskgate.domain.models import Phase, Status, VerificationRun
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence
 from taskgate.service import attestations, audit, records, review
 from taskgate.service.context import Context
 from tests.attest.support import raw_delete, raw_get, raw_set, signing_world

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from taskgate.domain import dsse
 from taskgate.domain.models import CriterionInput, CriterionKind, Status
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, tasks
 from taskgate.service.attestations import Attestor
 from taskgate.signing.kms import RAW_MAX, KmsSigner

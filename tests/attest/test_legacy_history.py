@@ -12,7 +12,7 @@ import pytest
 
 from taskgate.domain.chain import digest
 from taskgate.domain.models import Phase, Status
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence
 from taskgate.service import audit, claims, records, review
 from tests.attest.support import raw_get, raw_set, signing_world
 from tests.service.scenarios import Scene, new_scene, reach

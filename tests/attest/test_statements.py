@@ -18,7 +18,7 @@ from taskgate.domain import dsse, statements
 from taskgate.domain.chain import digest
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Status
-from taskgate.domain.outcome import CheckResult, Evidence
+from taskgate.domain.run_report import CheckResult, Evidence, RunReport
 from taskgate.service import attestations, audit, claims, keys, review, sweeper, tasks, verification
 from taskgate.service.attestations import Attestor
 from taskgate.signing import bundle
@@ -220,8 +220,9 @@ def test_a_key_that_cannot_sign_decides_nothing(tmp_path: Path) -> None:
                 scene.verifier,
                 tid,
                 started.run.id,
-                checks={"unit": OK},
-                results=local_results(started.work["criteria"], Evidence.PASS),
+                RunReport(
+                    checks={"unit": OK}, results=local_results(started.work["criteria"], Evidence.PASS)
+                ),
             )
         assert err.value.code is ErrorCode.UNAVAILABLE
         assert dump(world.store) == before

@@ -109,7 +109,7 @@ def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_ru
     drawer.get_by_role("button", name="Accept", exact=True).click()
     dialog.get_by_role("button", name="Accept", exact=True).click()
     expect(dialog.get_by_role("alert")).to_contain_text(
-        f"{tid} was verified on merged onto main at {tip0[:12]}, and main is at {tip1[:12]} now: its verdict "
+        f"{tid} was verified on the commit merged onto main at {tip0[:12]}, and main is at {tip1[:12]} now: its verdict "
         "is stale; this project accepts only after re-verification (accept_stale: false)"
     )
     dialog.get_by_role("button", name="Back", exact=True).click()

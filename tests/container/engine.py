@@ -154,7 +154,7 @@ class TaskDefinition:
         secrets_: dict[str, str] = {}
         for s in container["Secrets"]:
             value_from = s["ValueFrom"]["Fn::Sub"] if isinstance(s["ValueFrom"], dict) else s["ValueFrom"]
-            m = re.fullmatch(r"\$\{VerifierSecret\}:([A-Za-z0-9_]+)::", value_from)
+            m = re.fullmatch(r"\$\{VerifierSecret\.Id\}:([A-Za-z0-9_]+)::", value_from)
             assert m, f"secret {s['Name']} comes from {value_from}, not a key of the stack's secret"
             secrets_[s["Name"]] = m.group(1)
         stored = json.loads(resource("VerifierSecret")["Properties"]["SecretString"])

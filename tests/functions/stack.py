@@ -46,7 +46,13 @@ def resource(name: str) -> dict[str, Any]:
 
 
 # The test stack stands for a deployment given its own subnets and security group.
-CONDITIONS = {"OwnNetwork": False, "SpotVerifier": False, "RsaAttestationKey": True}
+CONDITIONS = {
+    "OwnNetwork": False,
+    "SpotVerifier": False,
+    "RsaAttestationKey": True,
+    "ApiOwnUrlForVerifiers": True,
+    "NoExtraMcpHosts": True,
+}
 
 
 def parameter_default(name: str) -> Any:
@@ -309,7 +315,7 @@ def stack(
             "VerifierTaskRole.Arn": task_role,
             "Table": table,
             "CacheBucket": cache_bucket,
-            "VerifierSecret": secret_arn,
+            "VerifierSecret.Id": secret_arn,
             "VerifierLogs": f"/ecs/{table}",
             "HttpApi": api_host.split(".")[0],
         }
@@ -329,7 +335,9 @@ def stack(
                 "Table": table,
                 "VerifierCluster": cluster,
                 "VerifierTaskDefinition": task_definition,
-                "VerifierSubnets": [subnet],  # type: ignore[dict-item]
+                "VerifierSubnets": subnet,
+                "HttpApi": api_host.split(".")[0],
+                "AWS::Region": REGION,
                 "VerifierSecurityGroup": group,
                 "VerifierAssignPublicIp": "ENABLED",
                 "VerifierCapacity": verifier_capacity,

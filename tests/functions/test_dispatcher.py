@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from taskgate.cloud.dispatcher import handler
 from taskgate.cloud.ecs import LEASE_VAR, drain_command, lease_from_value
 from taskgate.domain.models import CredentialKind, CriterionInput, Status, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
+from taskgate.domain.run_report import RunReport
 from taskgate.service import claims, dispatch, keys, projects, records, review, tasks, verification
 from taskgate.service.dispatch import Slot, SlotState
 from tests.functions.stack import Stack, run_task_requests, stack, stream_event
@@ -105,8 +107,11 @@ def test_a_submission_starts_one_draining_verifier_even_when_its_record_comes_ag
     assert started["taskDefinitionArn"] == cloud.task_definition
     assert started["startedBy"] == "taskgate-dispatcher"
     [override] = started["overrides"]["containerOverrides"]
-    [env] = override["environment"]
+    env, server = override["environment"]
     assert env["name"] == LEASE_VAR
+    # The API's URL from the stack's configuration (VerifierServerUrl, by default the API's own).
+    assert server == {"name": "TASKGATE_SERVER", "value": os.environ["TASKGATE_VERIFIER_SERVER"]}
+    assert server["value"] == "https://abc123.execute-api.us-east-1.amazonaws.com"
     lease = lease_from_value(env["value"])
     assert (lease.project, lease.slot) == ("shop", 0)
 
@@ -235,7 +240,9 @@ def test_verify_again_after_the_task_left_starts_a_new_verifier(cloud: Stack) ->
     )
     while cloud.ctx.task(tid).status is Status.NEEDS_VERIFICATION:  # verifier errors until needs_human
         run = verification.start(cloud.ctx, verifier, task_id=tid).run
-        verification.finish(cloud.ctx, verifier, tid, run.id, checks={}, results={}, error="checkout failed")
+        verification.finish(
+            cloud.ctx, verifier, tid, run.id, RunReport(checks={}, results={}, error="checkout failed")
+        )
     assert cloud.ctx.task(tid).status is Status.NEEDS_HUMAN
     # The task that ran gave its slot back when the queue stayed empty, and exited.
     [override] = _started(cloud)[0]["overrides"]["containerOverrides"]
@@ -336,9 +343,9 @@ def test_the_start_request_carries_a_stable_idempotency_token(cloud: Stack) -> N
         "assignPublicIp": "ENABLED",
     }
     # Keys reach the container from Secrets Manager through the task definition, never here:
-    # the only variable passed is the slot's lease, which names no secret.
+    # the variables passed are the slot's lease and the API's URL, which name no secret.
     [override] = params["overrides"]["containerOverrides"]
-    assert [e["name"] for e in override["environment"]] == [LEASE_VAR]
+    assert [e["name"] for e in override["environment"]] == [LEASE_VAR, "TASKGATE_SERVER"]
     assert lease_from_value(override["environment"][0]["value"]).holder == holder
     assert "tgv_" not in json.dumps(params) and "secret" not in json.dumps(params).lower()
 

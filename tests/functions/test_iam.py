@@ -29,8 +29,8 @@ import pytest
 from taskgate.cloud import api, authorizer, board, dispatcher, mcp, sweeper
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, VerifierKind
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting, human
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, keys, projects, specs, staleness, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, CONDITIONS, Stack, resolve, resource, stack, stream_event, template
@@ -251,7 +251,7 @@ def test_the_verifier_task_role_reaches_its_slots_and_the_caches_only() -> None:
     }
     execution = _statements("VerifierExecutionRole", _FakeRefs())
     secret_reads = [st for st in execution if "secretsmanager:GetSecretValue" in st["Action"]]
-    assert [st["Resource"] for st in secret_reads] == [["<VerifierSecret>"]]
+    assert [st["Resource"] for st in secret_reads] == [["<VerifierSecret.Id>"]]
     # The task's own role: read and write its drain slot (no delete, no query, no other
     # partition), read and write cache objects; nothing else in AWS.
     task = _statements("VerifierTaskRole", _FakeRefs())

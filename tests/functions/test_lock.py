@@ -13,13 +13,13 @@ import sys
 import tomllib
 from pathlib import Path
 
-from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.support.locks import RUNTIME, declared, locked
+
 ROOT = Path(__file__).resolve().parents[2]
-LOCK = ROOT / "requirements" / "runtime.txt"
-_PIN = re.compile(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)(?: ; ([^\\]+))?")
+LOCK = RUNTIME
 # The functions' platform (layers/Makefile): Linux arm64, CPython 3.13.
 LAMBDA = {
     "sys_platform": "linux",
@@ -34,18 +34,11 @@ SERVE_ONLY = {"uvicorn", "click"}  # `taskgate serve`'s HTTP server and what onl
 
 
 def _locked(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The lock's pins; with `env`, only those whose markers hold there."""
-    pins = {}
-    for line in LOCK.read_text().splitlines():
-        found = _PIN.match(line)
-        if found and (env is None or found[3] is None or Marker(found[3].strip()).evaluate(env)):
-            pins[canonicalize_name(found[1])] = found[2]
-    return pins
+    return locked(LOCK, env)
 
 
 def _declared() -> list[Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return [Requirement(r) for r in project["dependencies"]]
+    return declared()
 
 
 def test_the_lock_pins_every_declared_dependency_within_its_range() -> None:

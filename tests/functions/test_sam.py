@@ -89,3 +89,44 @@ def test_sam_build_makes_the_layer_and_every_function(tmp_path: Path) -> None:
         assert built == web
     built_template = (build / "template.yaml").read_text()
     assert "CodeUri: McpFunction" in built_template and "ContentUri: DependencyLayer" in built_template
+
+
+def _layer_plan(*assignments: str) -> subprocess.CompletedProcess[str]:
+    """What layers/Makefile would run (`make -n`), with these variables."""
+    return subprocess.run(
+        [
+            "make",
+            "-n",
+            "-C",
+            str(ROOT / "layers"),
+            "build-DependencyLayer",
+            "ARTIFACTS_DIR=/nonexistent",
+            *assignments,
+        ],
+        env={k: v for k, v in _env().items() if k not in ("LAYER_FOR", "PLATFORM", "RUNTIME", "PYC_PYTHON")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_layer_is_for_lambda_unless_asked_for_this_machine() -> None:
+    lambda_ = _layer_plan()
+    assert lambda_.returncode == 0, lambda_.stderr
+    assert "--platform manylinux2014_aarch64" in lambda_.stdout and "--python-version 3.13" in lambda_.stdout
+    assert "LAYER_FOR=host" not in lambda_.stdout
+    here = f"{os.uname().machine}"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    host = _layer_plan("LAYER_FOR=host", f"PYTHON={sys.executable}")
+    assert host.returncode == 0, host.stderr
+    assert f"--platform manylinux2014_{here}" in host.stdout
+    assert f"--python-version {version}" in host.stdout
+    # It says so, in the build's output.
+    assert (
+        f"the layer is for this machine (manylinux2014_{here}, CPython {version}), not for Lambda"
+        in host.stdout
+    )
+    wrong = _layer_plan("LAYER_FOR=arm")
+    assert (
+        wrong.returncode != 0 and 'LAYER_FOR is "lambda" (the default) or "host", not "arm"' in wrong.stderr
+    )

@@ -13,7 +13,7 @@ import taskgate.api.app  # noqa: F401  (the route modules register ROUTES on imp
 from taskgate.api.access import ROUTES, Access
 from taskgate.domain.models import Status
 from taskgate.service import records
-from tests.functions.stack import resource, template
+from tests.functions.stack import CONDITIONS, resolve, resource, template
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
@@ -46,7 +46,7 @@ def test_the_environment_the_code_reads_is_the_one_the_template_sets() -> None:
     source = "\n".join(p.read_text() for p in (ROOT / "src" / "taskgate" / "cloud").glob("*.py"))
     read = set(
         re.findall(
-            r'env(?:iron)?(?:\.get\(|\[)"(TASKGATE_(?:ECS_[A-Z_]+|VERIFIER_CONCURRENCY|DRAIN_IDLE_S))"',
+            r'env(?:iron)?(?:\.get\(|\[)"(TASKGATE_(?:ECS_[A-Z_]+|VERIFIER_CONCURRENCY|DRAIN_IDLE_S|VERIFIER_SERVER))"',
             source,
         )
     )
@@ -130,8 +130,13 @@ def test_cloudfront_serves_the_board_and_sends_api_and_mcp_to_the_api_uncached()
         assert {"POST", "PUT", "DELETE"} <= set(b["AllowedMethods"])
     mcp_env = _env("McpFunction")
     assert "${Distribution.DomainName}" in mcp_env["TASKGATE_ALLOWED_ORIGINS"]["Fn::Sub"]
+    own_host = "${HttpApi}.execute-api.${AWS::Region}.amazonaws.com"
     assert mcp_env["TASKGATE_ALLOWED_HOSTS"] == {
-        "Fn::Sub": "${HttpApi}.execute-api.${AWS::Region}.amazonaws.com"
+        "Fn::If": [
+            "NoExtraMcpHosts",
+            {"Fn::Sub": own_host},
+            {"Fn::Sub": own_host + ",${McpExtraAllowedHosts}"},
+        ]
     }
     bucket = resource("BoardBucket")["Properties"]["PublicAccessBlockConfiguration"]
     assert all(bucket.values())
@@ -145,3 +150,74 @@ def test_snapstart_is_on_the_mcp_and_rest_functions_only() -> None:
         assert functions[name]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
         assert functions[name]["Properties"]["AutoPublishAlias"] == "live"  # SnapStart needs versions
     assert template()["Parameters"]["SnapStart"]["Default"] == "PublishedVersions"
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, list):
+        return [d for n in node for d in _walk(n)]
+    if isinstance(node, dict):
+        return [node, *(d for v in node.values() for d in _walk(v))]
+    return []
+
+
+def test_each_condition_compares_a_parameter_itself() -> None:
+    """No `Fn::Join` (or other function) inside a condition: a condition over a parameter as
+    given means the same on AWS and in the emulators the cloud e2e runs on (one evaluates a
+    condition over `Fn::Join` wrongly, and the stack silently loses its own network)."""
+    tpl = template()
+    for name, condition in tpl["Conditions"].items():
+        [(function, (left, right))] = condition.items()
+        assert function == "Fn::Equals", name
+        assert set(left) == {"Ref"} and left["Ref"] in tpl["Parameters"], name
+        assert isinstance(right, str), name
+    # Without subnets the stack's own network, with them the ones given, as one string.
+    assert tpl["Parameters"]["VerifierSubnets"]["Type"] == "String"
+    subnets = _env("DispatcherFunction")["TASKGATE_ECS_SUBNETS"]
+    refs = {
+        "VerifierSubnetA": "subnet-a",
+        "VerifierSubnetB": "subnet-b",
+        "VerifierSubnets": "subnet-1,subnet-2",
+    }
+    assert resolve(subnets, refs, {**CONDITIONS, "OwnNetwork": True}) == "subnet-a,subnet-b"
+    assert resolve(subnets, refs, {**CONDITIONS, "OwnNetwork": False}) == "subnet-1,subnet-2"
+    pattern = re.compile(tpl["Parameters"]["VerifierSubnets"]["AllowedPattern"])
+    for good in ("", "subnet-0a1b", "subnet-0a1b,subnet-2c3d", "subnet-0a1b, subnet-2c3d"):
+        assert pattern.fullmatch(good), good
+    for bad in ("subnet-0a1b subnet-2c3d", "sg-0a1b", "subnet-0a1b,"):
+        assert not pattern.fullmatch(bad), bad
+
+
+def test_the_secret_is_named_by_its_arn_everywhere() -> None:
+    """The verifier's secret as `!GetAtt VerifierSecret.Id` (its ARN, as its Ref is on AWS; an
+    emulator gives the Ref as the name, which ECS cannot resolve): never a bare Ref."""
+    refs = [d for d in _walk(template()["Resources"]) if d.get("Ref") == "VerifierSecret"]
+    subs = [d for d in _walk(template()) if "${VerifierSecret}" in json.dumps(d.get("Fn::Sub", ""))]
+    assert refs == [] and subs == []
+    [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
+    assert {s["ValueFrom"]["Fn::Sub"].split(":")[0] for s in container["Secrets"]} == {"${VerifierSecret.Id}"}
+    assert template()["Outputs"]["VerifierSecretArn"]["Value"] == {"Fn::GetAtt": ["VerifierSecret", "Id"]}
+
+
+def test_the_verifier_tasks_server_url_is_configuration() -> None:
+    """The task definition's TASKGATE_SERVER and the URL the dispatcher passes to each task it
+    starts are one value: VerifierServerUrl, or the API's own URL when it is empty."""
+    [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
+    in_task = next(e["Value"] for e in container["Environment"] if e["Name"] == "TASKGATE_SERVER")
+    passed = _env("DispatcherFunction")["TASKGATE_VERIFIER_SERVER"]
+    assert in_task == passed
+    refs = {"HttpApi": "abc123", "AWS::Region": "eu-west-1", "VerifierServerUrl": "https://api.example.com"}
+    assert resolve(passed, refs, CONDITIONS) == "https://abc123.execute-api.eu-west-1.amazonaws.com"
+    given = {**CONDITIONS, "ApiOwnUrlForVerifiers": False}
+    assert resolve(passed, refs, given) == "https://api.example.com"
+    assert template()["Parameters"]["VerifierServerUrl"]["Default"] == ""
+
+
+def test_the_image_entry_point_is_the_task_definitions() -> None:
+    """`taskgate` in both, and the whole subcommand in the command: a runner that ignores the
+    task definition's EntryPoint still runs `taskgate verify ...`, never `taskgate verify verify`."""
+    dockerfile = (ROOT / "verifier_container" / "Dockerfile").read_text()
+    [entry] = re.findall(r"^ENTRYPOINT (.+)$", dockerfile, re.M)
+    [command] = re.findall(r"^CMD (.+)$", dockerfile, re.M)
+    [container] = resource("VerifierTaskDefinition")["Properties"]["ContainerDefinitions"]
+    assert json.loads(entry) == container["EntryPoint"] == ["taskgate"]
+    assert json.loads(command) == container["Command"] == ["verify", "--once"]

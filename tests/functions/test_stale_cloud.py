@@ -24,8 +24,8 @@ from taskgate.cloud import api, authorizer
 from taskgate.cloud.dispatcher import handler
 from taskgate.cloud.ecs import drain_command
 from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, Status, VerifierKind
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import Acting, acting, human
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, dispatch, keys, projects, records, staleness, tasks
 from taskgate.verifier import tips
 from taskgate.verifier.checkout import Git

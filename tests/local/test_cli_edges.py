@@ -18,8 +18,8 @@ import pytest
 from taskgate.domain.brief import CHECK_OUTPUT_CHARS
 from taskgate.domain.clock import SystemClock
 from taskgate.domain.models import CriterionInput, CriterionKind, FailedTest, Task
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.principals import acting
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.service import claims, keys, records, tasks, verification
 from taskgate.service.context import Context, put_task
 from taskgate.store.sqlite import SQLiteStore
@@ -89,8 +89,9 @@ def failed(server: Server) -> str:
             local,
             t.id,
             started.run.id,
-            checks={evidence.CHECK: CheckResult(exit_code=1, output_tail=OUTPUT)},
-            results={cid: result},
+            RunReport(
+                checks={evidence.CHECK: CheckResult(exit_code=1, output_tail=OUTPUT)}, results={cid: result}
+            ),
         )
     finally:
         store.close()
@@ -147,7 +148,7 @@ def test_a_body_over_the_servers_limit_is_answered_with_why(server: Server, tmp_
     big.write_text(
         "# Big\n\nrisk: low\n\n" + "x" * (10 * 1024 * 1024) + "\n\n## Acceptance criteria\n\n- (review) ok\n"
     )
-    first = _one_line_failure(server.cli("spec", "create", "edges", "--file", str(big)), "E_VALIDATION")
+    first = _one_line_failure(server.cli("spec", "create", "edges", "--file", str(big)), "E_TOO_LARGE")
     assert "request body over 1048576 bytes" in first
 
 

@@ -25,11 +25,14 @@ def where() -> Iterator[Path]:
     yield from shared_tmp()
 
 
-def demo(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+def demo(
+    *args: str, timeout: float = 240, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")} | (env or {})
     return subprocess.run(
         [TASKGATE, "demo", *args],
         env=env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -118,12 +121,15 @@ def test_clean_removes_only_a_directory_the_demo_made(where: Path) -> None:
 
 def test_without_a_terminal_the_demo_says_its_board_stops_now(where: Path) -> None:
     root = where / "demo"
-    done = demo("--dir", str(root))
+    # Run as the README first runs it, before `taskgate` is on the PATH: the commands it prints
+    # name the program by the path it was started by, which works from where the person is.
+    done = demo("--dir", str(root), env={"PATH": "/usr/local/bin:/usr/bin:/bin"}, cwd=where)
     assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
     said = done.stdout
     link = next(line for line in said.splitlines() if "/#sign-in=" in line)
     assert said.index(NO_WAIT) > said.index(link)  # said right after the links it makes dead
-    assert f"taskgate demo --keep --dir {root}" in said
+    assert f"{TASKGATE} demo --keep --dir {root}" in said
+    assert f"{TASKGATE} task show demo-2 --server " in said and " taskgate task show" not in said
     assert f"removed {root} and stopped its server" in said
     assert not root.exists()
     server = link.split()[-1].split("/#sign-in=")[0]

@@ -1,12 +1,14 @@
-"""The README's commands, as written, against a fresh `taskgate serve` and a real repository.
+"""The README's commands, as written, against a fresh `taskgate serve` and real repositories: a
+Python project (pytest) and a JavaScript one (`node --test`).
 
-The ```bash blocks are read out of README.md (never copied here) and run in order by one bash
-per phase, in a "clone" whose `.venv` is a Python the verifier's check user can run with
-taskgate and pytest. A person at a terminal is played by a pseudo-terminal that types what each
+The ```bash blocks are read out of README.md (never copied here) and run in order, one bash per
+phase, in a "clone" whose `.venv` is a Python the verifier's check user can run with taskgate
+and pytest. A person at a terminal is played by a pseudo-terminal that types what each
 confirmation prompt asks (tests/support/terminal.py). A block right under
 `<!-- readme-test: skip (why) -->` is not run (it installs, serves forever, or needs a tool this
-machine lacks); at `<!-- readme-test: the agent ... -->` the test plays the agent over MCP, as the
-README says an agent does, between the two phases. What each phase did is read back over REST.
+machine lacks); at each `<!-- readme-test: the agent ... -->` the test plays the agent over MCP,
+as the README says an agent does, in a git worktree of its own (so the person's checkout stays
+on main, as it would), and a new phase starts. What each phase did is read back over REST.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ import pytest
 from tests.mcp.events import MODERN
 from tests.mcp.live import agent, run
 from tests.support.server import Server, start
-from tests.support.terminal import confirming_each
+from tests.support.terminal import Ran, confirming_each
 from tests.support.users import _suite_paths, check_python, shared_tmp
 from tests.verifier.support import git
 
@@ -52,22 +55,48 @@ def test_keeps_digits():
 def test_lowercases():
     assert slugify("Hello World") == "hello-world"
 """
+# The JavaScript library, first as an agent gets it wrong (digits dropped), then fixed.
+SLUG_JS_WRONG = """\
+function slugify(text) {
+  return text.toLowerCase().replace(/[^a-z]+/g, "-").replace(/^-+|-+$/g, "");
+}
+
+module.exports = { slugify };
+"""
+SLUG_JS = SLUG_JS_WRONG.replace("[^a-z]+", "[^a-z0-9]+")
+SLUG_JS_TESTS = """\
+const { describe, it } = require("node:test");
+const assert = require("node:assert/strict");
+const { slugify } = require("../slug.js");
+
+describe("slugify", () => {
+  it("keeps digits", () => {
+    assert.equal(slugify("Route 66"), "route-66");
+  });
+  it("lowercases", () => {
+    assert.equal(slugify("Hello World"), "hello-world");
+  });
+});
+"""
 
 
-def blocks() -> tuple[list[str], list[str]]:
-    """The README's bash blocks to run: those before the agent's turn, and those after."""
-    before: list[str] = []
-    after: list[str] | None = None
+@dataclass
+class Phase:
+    marker: str  # the agent's turn that starts it ("" for the first)
+    bodies: list[str] = field(default_factory=list)
+
+
+def phases() -> list[Phase]:
+    """The README's bash blocks to run, split at each agent's turn."""
+    out = [Phase("")]
     for m in FENCE.finditer(README.read_text()):
         marker = m.group("marker") or ""
         if m.group("lang") != "bash" or marker.startswith("skip"):
             continue
         if marker.startswith("the agent"):
-            assert after is None, "one agent marker"
-            after = []
-        (before if after is None else after).append(m.group("body"))
-    assert after is not None, "the README marks where the agent works"
-    return before, after
+            out.append(Phase(marker))
+        out[-1].bodies.append(m.group("body"))
+    return out
 
 
 def make_venv(venv: Path) -> None:
@@ -88,11 +117,11 @@ def where() -> Iterator[Path]:
     yield from shared_tmp()  # the repository must be reachable by the verifier's check user
 
 
-def phase(script: str, env: dict[str, str], cwd: Path, state: Path, *, resume: bool) -> Any:
+def phase(script: str, env: dict[str, str], cwd: Path, state: Path, *, resume: bool) -> Ran:
     """Run README blocks in one bash at a terminal. Resumed, it is another terminal (the README
     runs the verifier "in a terminal of its own"): `taskgate` on its PATH and in the directory
     the last one ended in, but with none of the TASKGATE_ variables that one exported (the test
-    gives TASKGATE_SERVER to both)."""
+    gives TASKGATE_SERVER to all)."""
     head = "set -eo pipefail\n"
     if resume:
         head += f'source "{state}/terminal-env"\ncd "$(cat "{state}/cwd")"\n'
@@ -116,19 +145,95 @@ def exported(state: Path, name: str) -> str:
     return m.group(1)
 
 
+def repository(path: Path, ignore: str) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "--quiet", "--initial-branch=main")
+    (path / "README.md").write_text(f"{path.name}\n")
+    (path / ".gitignore").write_text(ignore)
+    git(path, "add", "-A")
+    git(path, "commit", "--quiet", "-m", "base")
+    return path
+
+
+class Agent:
+    """The agent the README's markers name: it works in a worktree of each repository (the
+    person's checkout is never touched), commits, and claims and submits over MCP."""
+
+    def __init__(self, server: Server, state: Path, repos: dict[str, Path], where: Path) -> None:
+        self.server, self.state, self.repos, self.where = server, state, repos, where
+        self.claims: dict[str, str] = {}
+        self.keys: dict[str, str] = {}  # the key each project's agent was given, at its first turn
+
+    def worktree(self, project: str) -> Path:
+        tree = self.where / f"agent-{project}"
+        if not tree.exists():
+            git(self.repos[project], "worktree", "add", "--quiet", "-b", "add-slugify", str(tree))
+        return tree
+
+    def commit(self, project: str, files: dict[str, str], message: str) -> str:
+        tree = self.worktree(project)
+        for name, text in files.items():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(text)
+        git(tree, "add", *files)
+        git(tree, "commit", "--quiet", "-m", message)
+        return git(tree, "rev-parse", "HEAD")
+
+    def submit(self, task: str, files: dict[str, str], self_report: dict[str, str]) -> dict[str, Any]:
+        project = task.rsplit("-", 1)[0]
+        if project not in self.keys:
+            self.keys[project] = exported(self.state, "TASKGATE_AGENT_KEY")
+        key = self.keys[project]
+
+        async def work() -> dict[str, Any]:
+            async with agent(f"{self.server.url}/mcp", key, MODERN) as a:
+                if task not in self.claims:
+                    claimed = await a.ok("claim_task", project=project)
+                    assert claimed["task_id"] == task, claimed
+                    self.claims[task] = claimed["claim_token"]
+                sha = self.commit(project, files, f"slugify ({len(self.claims)})")
+                return await a.ok(
+                    "submit_task",
+                    task_id=task,
+                    claim_token=self.claims.pop(task),
+                    commit_sha=sha,
+                    evidence="slugify with its tests",
+                    self_report=self_report,
+                )
+
+        return run(work())
+
+    def turn(self, marker: str) -> None:
+        if "my-app-1" in marker:
+            self.submit("my-app-1", {"slug.py": SLUG, "test_slug.py": SLUG_TESTS}, {})
+        elif "my-lib-1 and submits a wrong commit" in marker:
+            files = {"slug.js": SLUG_JS_WRONG, "test/slug.test.js": SLUG_JS_TESTS}
+            self.submit("my-lib-1", files, {"AC-1.1": "pass", "AC-1.2": "pass"})  # it did not run them
+        elif "fix for my-lib-1" in marker:
+            self.submit_fix("my-lib-1")
+        else:
+            raise AssertionError(f"no agent for the README's marker {marker!r}")
+
+    def submit_fix(self, task: str) -> None:
+        """A failed attempt leaves the task ready: the agent claims it again and submits the fix."""
+        self.submit(task, {"slug.js": SLUG_JS}, {})
+
+
 def test_the_readme_walks_the_loop_from_a_fresh_server(where: Path) -> None:
-    before, after = blocks()
+    first, *turns = phases()
+    assert [t.marker for t in turns] == [
+        "the agent claims my-app-1 and submits a commit here",
+        "the agent claims my-lib-1 and submits a wrong commit here",
+        "the agent submits its fix for my-lib-1 here",
+    ]
     home, clone, state = where / "home", where / "clone", where / "state"
     for d in (home, clone, state):
         d.mkdir()
     make_venv(clone / ".venv")
-    repo = home / "src" / "my-app"
-    repo.mkdir(parents=True)
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    (repo / "README.md").write_text("my app\n")
-    (repo / ".gitignore").write_text("reports/\n__pycache__/\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "--quiet", "-m", "base")
+    repos = {
+        "my-app": repository(home / "src" / "my-app", "reports/\n__pycache__/\n"),
+        "my-lib": repository(home / "src" / "my-lib", "reports/\nnode_modules/\n"),
+    }
 
     server: Server = start(home / ".taskgate")
     try:
@@ -139,7 +244,7 @@ def test_the_readme_walks_the_loop_from_a_fresh_server(where: Path) -> None:
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",  # the suite's own pytest plugins: slow, not the point
             "PATH": "/usr/local/bin:/usr/bin:/bin",
         }
-        phase("\n".join(before), env, clone, state, resume=False)
+        said = [phase("\n".join(first.bodies), env, clone, state, resume=False)]
 
         admin = server.admin_token
 
@@ -149,58 +254,100 @@ def test_the_readme_walks_the_loop_from_a_fresh_server(where: Path) -> None:
             return out
 
         project = rest("/api/projects/my-app")
-        assert project["repo"] == str(repo) and project["verification_on"]
+        assert project["repo"] == str(repos["my-app"]) and project["verification_on"]
         assert project["execution_defaults"]["verification_commands"]
         [task] = rest("/api/projects/my-app/tasks")["items"]
         assert (task["id"], task["status"]) == ("my-app-1", "ready")
+        # The example agent's dry run looked at my-app-1 and left it as it was.
+        assert "would claim my-app-1 (of 1 ready); nothing was claimed" in said[0].stdout
+        assert [e["action"] for e in rest("/api/tasks/my-app-1")["history"]] == ["create_ready"]
 
-        # The agent's turn: it claims over MCP with the key the README exported, and submits.
-        key = exported(state, "TASKGATE_AGENT_KEY")
+        agent_ = Agent(server, state, repos, where)
+        for turn in turns:
+            agent_.turn(turn.marker)
+            said.append(phase("\n".join(turn.bodies), env, clone, state, resume=True))
 
-        async def work() -> dict[str, Any]:
-            async with agent(f"{server.url}/mcp", key, MODERN) as a:
-                claimed = await a.ok("claim_task", project="my-app")
-                git(repo, "checkout", "--quiet", "-b", "add-slugify")
-                (repo / "slug.py").write_text(SLUG)
-                (repo / "test_slug.py").write_text(SLUG_TESTS)
-                git(repo, "add", "slug.py", "test_slug.py")
-                git(repo, "commit", "--quiet", "-m", "slugify")
-                return await a.ok(
-                    "submit_task",
-                    task_id=claimed["task_id"],
-                    claim_token=claimed["claim_token"],
-                    commit_sha=git(repo, "rev-parse", "HEAD"),
-                    evidence="slugify with its tests",
-                )
+        _the_python_project(rest, said[1])
+        _the_javascript_project(rest, said[2], said[3])
+        # The proof, checked as written: against the commit the task was submitted with (the
+        # person's checkout is on main, which never had it), then the project's audit.
+        last = said[-1].stdout
+        assert "OK: 2 statements (test-result, verification_summary) signed by key" in last, last
+        assert "the commit my-app-1 was submitted with" in last
+        assert re.search(r"^1 task, \d+ events, 2 signed statements: every chain matches$", last, re.M), last
+        assert git(repos["my-app"], "rev-parse", "--abbrev-ref", "HEAD") == "main"
 
-        run(work())
-        assert rest("/api/tasks/my-app-1")["task"]["status"] == "needs_verification"
-
-        done = phase("\n".join(after), env, clone, state, resume=True)
-        detail = rest("/api/tasks/my-app-1")
-        assert detail["task"]["status"] == "done"
-        [verified] = detail["runs"]
-        assert verified["status"] == "passed", verified
-        assert {cid: e["result"] for cid, e in verified["evidence"].items()} == {
-            "AC-1.1": "pass",
-            "AC-1.2": "pass",
-            "AC-1.3": "pass",
-        }
-        accepted = [e for e in detail["history"] if e["action"].startswith("accept")]
-        assert accepted and accepted[-1]["actor"].startswith("human:")
-        # task show, as the README ran it: criteria with the run's evidence, attempts, runs
-        shown = done.stdout[done.stdout.index("my-app-1  verified") :]
-        assert "AC-1.1 (test) digits are kept" in shown and "1 test passed" in shown
-        assert "attempts:" in shown and "verification runs:" in shown
         assert not rest("/api/projects/my-app")["verification_on"]  # the Security model's script
         keys = {k["name"] for k in rest("/api/keys")["items"]}
-        assert {"alice", "archie", "ci"} <= keys
-        # The files the walk wrote are outside the repository: its tree holds the agent's work only.
-        assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+        assert {"alice", "archie", "ci", "bob", "ci-lib"} <= keys
+        # The files the walk wrote are outside the repositories: their trees hold nothing new.
+        for repo in repos.values():
+            assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
         written = sorted(p.name for p in (home / "taskgate-files").iterdir())
-        assert written == ["checks.json", "my-app-1.intoto.jsonl", "spec.md", "taskgate.pem"]
+        assert written == [
+            "checks.json",
+            "lib-checks.json",
+            "lib-spec.md",
+            "my-app-1.intoto.jsonl",
+            "spec.md",
+            "taskgate.pem",
+        ]
     finally:
         server.stop()
+
+
+def _the_python_project(rest: Any, said: Ran) -> None:
+    detail = rest("/api/tasks/my-app-1")
+    assert detail["task"]["status"] == "done"
+    [verified] = detail["runs"]
+    assert verified["status"] == "passed", verified
+    assert {cid: e["result"] for cid, e in verified["evidence"].items()} == {
+        "AC-1.1": "pass",
+        "AC-1.2": "pass",
+        "AC-1.3": "pass",
+    }
+    accepted = [e for e in detail["history"] if e["action"].startswith("accept")]
+    assert accepted and accepted[-1]["actor"].startswith("human:")
+    # task show, as the README ran it: criteria with the run's evidence, attempts, runs
+    shown = said.stdout[said.stdout.index("my-app-1  verified") :]
+    assert "AC-1.1 (test) digits are kept" in shown and "1 test passed" in shown
+    assert "attempts:" in shown and "verification runs:" in shown
+
+
+def _the_javascript_project(rest: Any, failing: Ran, fixed: Ran) -> None:
+    config = rest("/api/projects/my-lib/verifier-config")["config"]
+    assert list(config["checks"]) == ["node-test"]  # named for what it runs, not `mkdir`
+    detail = rest("/api/tasks/my-lib-1")
+    assert detail["task"]["status"] == "done"
+    wrong, right = detail["runs"]
+    assert (wrong["status"], right["status"]) == ("failed", "passed")
+    assert {cid: e["result"] for cid, e in right["evidence"].items()} == {"AC-1.1": "pass", "AC-1.2": "pass"}
+    [finding] = detail["task"]["findings"]
+    assert finding["self_report_mismatch"] == ["AC-1.1"]  # it said pass; the verifier found a fail
+    [check] = finding["checks"]
+    assert check["name"] == "node-test" and "✖ keeps digits" in check["output_end"]  # the spec reporter
+    [criterion] = finding["criteria"]
+    [test] = criterion["tests"]
+    assert test["name"] == "slugify > keeps digits"
+    assert "Expected values to be strictly equal:\n" in test["message"]  # its lines, as the runner wrote them
+    assert "\n+ 'route'\n- 'route-66'\n" in test["message"]
+
+    # `task show`, as the README ran it after the failing run: the message line by line, then
+    # the check's name and the end of its readable output.
+    shown = failing.stdout[failing.stdout.index("my-lib-1  ready") :]
+    lines = shown.splitlines()
+    at = lines.index("      test slugify > keeps digits:")
+    assert lines[at + 1].strip() == "Expected values to be strictly equal:"
+    assert lines[at + 2 : at + 6] == [
+        "        + actual - expected",
+        "",
+        "        + 'route'",
+        "        - 'route-66'",
+    ], lines[at : at + 6]
+    assert "    the agent reported pass for AC-1.1, which the verifier did not find" in lines
+    assert "    - check node-test exited 1; its output ends:" in lines
+    assert "✖ keeps digits" in shown
+    assert "my-lib-1 is done" in fixed.stdout
 
 
 REPO_PATH = re.compile(

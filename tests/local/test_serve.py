@@ -111,7 +111,8 @@ def test_cli_creates_a_project_and_keys_against_the_server(tmp_path: Path) -> No
         r = server.script("key", "revoke", minted["credential"]["id"], "--json")
         assert r.returncode == 0, r.stderr
         r = server.script("project", "create", "Bad Name", "--repo", "https://example.com/r.git", "--json")
-        assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "E_VALIDATION"
+        # refused by the CLI's check before anything is sent (exit 2), with the server's code
+        assert r.returncode == 2 and json.loads(r.stdout)["error"]["code"] == "E_VALIDATION"
         r = server.cli("mcp-config", "--key", minted["key"], "--json")
         cfg = json.loads(r.stdout)
         assert cfg["claude"].startswith(f"claude mcp add --transport http taskgate {server.url}/mcp")

@@ -153,7 +153,7 @@ def test_an_oversized_body_is_refused_alike(
     big = _note(task_id, version, "x" * (1024 * 1024))
     before = live.dump()
     out = _same(paths, "POST", big, mcp_headers(key, version, big))
-    assert (out.status, out.code) == (413, "E_VALIDATION")
+    assert (out.status, out.code) == (413, "E_TOO_LARGE")
     assert live.dump() == before
 
 
@@ -173,7 +173,7 @@ def test_the_limit_counts_the_bytes_that_arrive(live: Live, task_id: str) -> Non
         live.mcp_url, content=chunks(), headers={**headers, **mcp_headers(key, LEGACY)}, timeout=30
     )
     assert "content-length" not in r.request.headers
-    assert (r.status_code, r.json()["code"]) == (413, "E_VALIDATION")
+    assert (r.status_code, r.json()["code"]) == (413, "E_TOO_LARGE")
     assert live.dump() == before
 
 
@@ -196,7 +196,7 @@ def test_transport_refusals_are_alike(live: Live, paths: dict[str, Send], task_i
     before = live.dump()
     for method in ["GET", "DELETE"]:
         out = _same(paths, method, None, {"authorization": f"Bearer {key}"})
-        assert (out.status, out.code, out.allow) == (405, "E_VALIDATION", "POST")
+        assert (out.status, out.code, out.allow) == (405, "E_METHOD_NOT_ALLOWED", "POST")
     assert _same(paths, "POST", body, {**headers, "host": "attacker.example:80"}).status == 421
     assert _same(paths, "POST", body, {**headers, "origin": "http://attacker.example"}).status == 403
     assert _same(paths, "POST", body, {**headers, "accept": "text/html"}).status == 406

@@ -9,6 +9,7 @@ import json
 import socket
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp.events import LEGACY, MODERN, VERSIONS, initialize, mcp_headers, rpc
-from tests.mcp.live import Live, agent, run
+from tests.mcp.live import Live, agent, run, serving
 from tests.support.server import running
 
 _n = itertools.count(1)
@@ -69,8 +70,17 @@ def coded(result: Any) -> dict[str, Any]:
 # -- defect 1: stored text that cannot be serialised ------------------------------------------
 
 
-def test_poisoned_stored_text_is_a_coded_error_and_a_claim_commits_nothing(live: Live, project: str) -> None:
-    key, _ = live.key(f"poison-agent{next(_n)}", projects=[project])
+@pytest.fixture
+def own(tmp_path: Path) -> Iterator[Live]:
+    """A server of the test's own: the poison it stores would break every other test's
+    listing on the shared one."""
+    yield from serving(tmp_path / "own")
+
+
+def test_poisoned_stored_text_is_a_coded_error_and_a_claim_commits_nothing(own: Live) -> None:
+    live = own
+    project = live.project("poisoned")
+    key, _ = live.key("poison-agent", projects=[project])
     spec = live.ok(
         "POST",
         f"/api/projects/{project}/specs",
@@ -124,8 +134,8 @@ def test_a_request_id_that_is_not_a_string_or_integer_is_refused(
 def test_transport_refusals_answer_json_with_a_code(live: Live, key: str, project: str) -> None:
     body = rpc("tools/list", version=LEGACY)
     cases = [  # refused by the SDK's transport in plain text before: now taskgate's JSON shape
-        ({"content-type": "text/plain"}, (400, 415), "E_VALIDATION"),
-        ({"host": "attacker.example:8765"}, (421,), "E_VALIDATION"),
+        ({"content-type": "text/plain"}, (415,), "E_NOT_JSON"),
+        ({"host": "attacker.example:8765"}, (421,), "E_WRONG_HOST"),
         ({"origin": "http://attacker.example"}, (403,), "E_FORBIDDEN"),
     ]
     for headers, statuses, code in cases:
@@ -240,7 +250,7 @@ def test_a_request_whose_body_never_arrives_is_timed_out(tmp_path: Path) -> None
                 assert time.monotonic() - started < 10
             answer_text = answer.decode()
             assert answer_text.startswith("HTTP/1.1 408"), answer_text
-            assert '"code":"E_VALIDATION"' in answer_text, answer_text
+            assert '"code":"E_TIMEOUT"' in answer_text, answer_text
         status, _ = server.request("GET", "/api/health")
         assert status == 200
 

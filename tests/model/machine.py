@@ -50,8 +50,8 @@ from taskgate.domain.models import (
     Task,
     VerifierKind,
 )
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
 from taskgate.domain.principals import Acting, acting, human
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.service import (
     claims,
     keys,
@@ -1211,11 +1211,13 @@ class ModelMachine(RuleBasedStateMachine):
                 self.act(c),
                 self.tid(t),
                 self.run_ids[run.label],
-                checks=checks,
-                results=results,
-                error="checkout failed" if verdict == "error" else None,
-                base=base,
-                conflict=conflict,
+                RunReport(
+                    checks=checks,
+                    results=results,
+                    error="checkout failed" if verdict == "error" else None,
+                    base=base,
+                    conflict=conflict,
+                ),
             ),
             target=t,
         )

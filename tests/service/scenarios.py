@@ -12,8 +12,8 @@ from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
-from taskgate.domain.outcome import CheckResult, Evidence
 from taskgate.domain.principals import Acting
+from taskgate.domain.run_report import CheckResult, Evidence
 from taskgate.service import claims, projects, review, specs, staleness, tasks
 from tests.support.evidence import BASE0, BASE1, CHECK, CONFIG, FAILING, TIP0, TIP1, run_verifier
 from tests.support.world import SHA, World

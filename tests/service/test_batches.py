@@ -9,8 +9,8 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Status
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
 from taskgate.domain.principals import acting
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence
 from taskgate.service import batches, keys, records, review
 from taskgate.service.batches import StepReport
 from tests.service.scenarios import new_scene, reach

@@ -30,7 +30,11 @@ def _warned(w: World, *refs: str) -> list[str]:
 
 
 def _on(ref: str, tid: str) -> str:
-    return f"test criterion '{ref}' is also on open task {tid}"
+    return (
+        f"test criterion '{ref}' is also on open task {tid}: each task is verified on its own commit, "
+        f"so it must pass on both; that matters only if {tid}'s work is what makes it pass, and then "
+        f"this task should build on it (block it on {tid} with blocked_by)"
+    )
 
 
 def test_warns_per_open_task_and_ref_and_not_for_review_criteria(any_world: World) -> None:

@@ -3,14 +3,13 @@ inside another does not multiply the tries, and the whole stays within its time 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
+from taskgate.domain.clock import ManualTiming
 from taskgate.domain.errors import ErrorCode, TaskgateError
-from taskgate.service import context as context_module
-from taskgate.service.context import Context
+from taskgate.service.context import RETRY_BUDGET_S, Context
 from tests.support.dynamo import sqlite_store
 
 
@@ -46,22 +45,28 @@ def test_nested_retrying_runs_the_outer_tries_only(tmp_path: Path) -> None:
         store.close()
 
 
-def test_retrying_stops_at_its_time_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(context_module, "RETRY_BUDGET_S", 0.05)
+def test_retrying_stops_at_its_time_budget(tmp_path: Path) -> None:
+    """On timing whose pauses take no time: each run takes 10 ms of it, and runs stop once the
+    next would start past RETRY_BUDGET_S, however many tries were allowed."""
     store = sqlite_store(tmp_path)
     try:
-        ctx = Context(store)
+        timing = ManualTiming()
+        ctx = Context(store, timing=timing)
         runs: list[float] = []
 
         def always() -> None:
-            runs.append(time.monotonic())
-            time.sleep(0.01)
+            runs.append(timing.monotonic())
+            timing.advance(0.01)
             raise _lost_race()
 
-        start = time.monotonic()
-        with pytest.raises(TaskgateError):
-            ctx.retrying(always, tries=1000)
-        assert time.monotonic() - start < 0.5
-        assert 2 <= len(runs) < 1000
+        with pytest.raises(TaskgateError) as caught:
+            ctx.retrying(always, tries=10_000)
+        assert caught.value.code is ErrorCode.CONFLICT
+        # Every run started within the budget, and no pause went past it ...
+        assert runs[0] == 0.0 and runs[-1] <= RETRY_BUDGET_S
+        assert timing.monotonic() <= RETRY_BUDGET_S + 0.01
+        assert len(timing.slept) == len(runs) - 1  # a pause between two runs, none after the last
+        # ... and the budget, not the tries, ended it.
+        assert 10 < len(runs) < 10_000
     finally:
         store.close()

@@ -7,8 +7,8 @@ import pytest
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.models import Risk, Status, WhyHuman
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting
+from taskgate.domain.run_report import Evidence
 from taskgate.service import brief, projects, review, verification
 from tests.service.scenarios import new_scene, reach, reverify, verify
 from tests.support.world import World, dump

@@ -10,7 +10,7 @@ import pytest
 from taskgate.domain import brief as briefs
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Risk, SpecStatus, Status
-from taskgate.domain.outcome import Evidence
+from taskgate.domain.run_report import Evidence, RunReport
 from taskgate.service import brief, claims, projects, review, specs, tasks, verification
 from tests.service.scenarios import new_scene, reach
 from tests.support.evidence import CONFIG, OK, local_results
@@ -42,8 +42,7 @@ def test_a_command_an_agent_attached_itself_is_never_run(world: World) -> None:
         scene.verifier,
         t.id,
         started.run.id,
-        checks={"unit": OK},
-        results=local_results(started.work["criteria"], Evidence.PASS),
+        RunReport(checks={"unit": OK}, results=local_results(started.work["criteria"], Evidence.PASS)),
     )
     assert run.status == "error" and after.status is Status.NEEDS_VERIFICATION
 
@@ -145,8 +144,7 @@ def test_a_configured_check_the_verifier_did_not_report_is_an_error(world: World
         scene.verifier,
         scene.task_id,
         started.run.id,
-        checks={"unit": OK},
-        results=local_results(started.work["criteria"], Evidence.PASS),
+        RunReport(checks={"unit": OK}, results=local_results(started.work["criteria"], Evidence.PASS)),
     )
     assert run.status == "error" and "lint" in run.summary
 

@@ -77,7 +77,9 @@ def test_warns_when_a_test_criterion_is_on_another_open_task(world: World) -> No
     first = tasks.create(world.ctx, world.human, "demo", title="one", spec_id=s.id, spec_criteria=["AC-1.1"])
     assert first.warnings == []
     second = tasks.create(world.ctx, world.human, "demo", title="two", spec_id=s.id)
-    assert second.warnings == [f"test criterion 'tests.Health.t1' is also on open task {first.task.id}"]
+    [warning] = second.warnings
+    assert warning.startswith(f"test criterion 'tests.Health.t1' is also on open task {first.task.id}: ")
+    assert "it must pass on both" in warning and f"block it on {first.task.id}" in warning
     third = tasks.create(
         world.ctx, world.human, "demo", title="three", spec_id=s.id, spec_criteria=["AC-1.2"]
     )

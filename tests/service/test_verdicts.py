@@ -8,7 +8,7 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import FailedTest, FailureKind, Status, WhyHuman
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.domain.taskview import attempt_state, flags
 from taskgate.mcp import views
 from taskgate.service import claims, projects, review, tasks, verification
@@ -101,13 +101,15 @@ def test_a_missing_commit_goes_with_nothing_else(world: World) -> None:
             scene.verifier,
             scene.task_id,
             started.run.id,
-            checks={CHECK: CheckResult(exit_code=0)},
-            results={},
-            commit_missing=True,
+            RunReport(checks={CHECK: CheckResult(exit_code=0)}, results={}, commit_missing=True),
         )
     assert err.value.code is ErrorCode.VALIDATION and snapshot(world.store) == before
     run, task = verification.finish(
-        world.ctx, scene.verifier, scene.task_id, started.run.id, checks={}, results={}, commit_missing=True
+        world.ctx,
+        scene.verifier,
+        scene.task_id,
+        started.run.id,
+        RunReport(checks={}, results={}, commit_missing=True),
     )
     assert run.status == "failed" and task.status is Status.READY and task.attempts_used == 1
     assert task.findings[-1].summary == f"commit {SHA} is not in /tmp/repo: push it, then submit again"
@@ -127,15 +129,19 @@ def test_evidence_is_stored_plain_whatever_the_verifier_sends(world: World) -> N
         scene.verifier,
         scene.task_id,
         started.run.id,
-        checks={CHECK: CheckResult(exit_code=1, output_tail=f"{red}E   boom\x1b[0m\r\n\x1b]0;title\x07end")},
-        results={
-            c["id"]: CriterionResult(
-                result=Evidence.FAIL,
-                detail=f"1 test failed: {red}t\x1b[0m",
-                source=EvidenceSource(check=CHECK, report=REPORT_PATH, ref=c["verify_ref"]),
-                failures=[FailedTest(name=f"{red}t", message=f"{red}assert\x00 1 == 2\x1b[0m")],
-            )
-        },
+        RunReport(
+            checks={
+                CHECK: CheckResult(exit_code=1, output_tail=f"{red}E   boom\x1b[0m\r\n\x1b]0;title\x07end")
+            },
+            results={
+                c["id"]: CriterionResult(
+                    result=Evidence.FAIL,
+                    detail=f"1 test failed: {red}t\x1b[0m",
+                    source=EvidenceSource(check=CHECK, report=REPORT_PATH, ref=c["verify_ref"]),
+                    failures=[FailedTest(name=f"{red}t", message=f"{red}assert\x00 1 == 2\x1b[0m")],
+                )
+            },
+        ),
     )
     assert run.checks[CHECK]["output_tail"] == "E   boom\nend"
     assert run.evidence[c["id"]]["detail"] == "1 test failed: t"

@@ -15,8 +15,8 @@ from taskgate.domain.models import (
     Status,
     VerifierKind,
 )
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.principals import acting
+from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, keys, projects, review, tasks, verification
 from taskgate.service.sweeper import sweep
 from tests.service.scenarios import Scene, new_scene, reach

@@ -4,11 +4,11 @@ local gateway), it answers at once."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 
+from taskgate.domain.clock import ManualTiming, SystemTiming
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import Status
 from taskgate.service import verification
@@ -18,37 +18,52 @@ from tests.support.world import World
 
 
 def test_polling_finds_work_that_arrives_during_the_wait(world: World) -> None:
-    world.ctx.wakeups = Polling(step_s=0.2)
+    """The submission lands during the second step's pause: the look right after it finds the
+    task, long before the 5 s wait would run out."""
     scene = new_scene(world, verification_on=True)
     assert scene.verifier is not None
-    later = threading.Timer(0.6, lambda: reach(scene, Status.NEEDS_VERIFICATION))
-    began = time.monotonic()
-    later.start()
-    try:
-        found, _, waited = verification.queues_waiting(world.ctx, scene.verifier, "demo", 5.0)
-    finally:
-        later.join()
-    took = time.monotonic() - began
+
+    def during(pause: int) -> None:
+        if pause == 2:
+            reach(scene, Status.NEEDS_VERIFICATION)
+
+    timing = ManualTiming(then=during)
+    world.ctx.wakeups = Polling(step_s=0.2, timing=timing)
+    found, _, waited = verification.queues_waiting(world.ctx, scene.verifier, "demo", 5.0)
     assert [t.id for t in found] == [scene.task_id] and waited == 5.0
-    assert 0.5 <= took < 2.0  # found at the first step after it arrived, not at the end
+    assert timing.slept == [0.2, 0.2]  # one step each, and no look after the one that found it
 
 
 def test_polling_gives_up_when_the_wait_runs_out(world: World) -> None:
-    world.ctx.wakeups = Polling(step_s=0.2)
+    slept: list[float] = []
+
+    class Recorded(SystemTiming):
+        def sleep(self, seconds: float) -> None:
+            slept.append(seconds)
+            super().sleep(seconds)
+
+    world.ctx.wakeups = Polling(step_s=0.2, timing=Recorded())
     scene = new_scene(world, verification_on=True)
     assert scene.verifier is not None
     began = time.monotonic()
     found, _, _ = verification.queues_waiting(world.ctx, scene.verifier, "demo", 0.7)
-    assert found == [] and 0.6 <= time.monotonic() - began < 1.5
+    assert found == [] and time.monotonic() - began >= 0.7  # it waited the whole wait ...
+    assert 1 <= len(slept) <= 4 and all(0 <= s <= 0.2 for s in slept)  # ... one step at a time
 
 
 def test_where_the_caller_waits_the_handler_answers_at_once(world: World) -> None:
-    world.ctx.wakeups = Signal()
+    waits: list[float] = []
+
+    class Watched(Signal):
+        def wait(self, seen: int, timeout_s: float) -> None:
+            waits.append(timeout_s)
+            super().wait(seen, timeout_s)
+
+    world.ctx.wakeups = Watched()
     scene = new_scene(world, verification_on=True)
     assert scene.verifier is not None
-    began = time.monotonic()
     found, _, waited = verification.queues_waiting(world.ctx, scene.verifier, "demo", 20.0)
-    assert found == [] and waited == 20.0 and time.monotonic() - began < 0.5
+    assert found == [] and waited == 20.0 and waits == []  # the handler did not wait
 
 
 def test_a_submission_raises_the_signal_and_a_claim_does_not(world: World) -> None:

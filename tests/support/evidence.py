@@ -8,8 +8,15 @@ from typing import Any
 
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.merging import MergeConflict, MergedBase
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, ScreenHit
 from taskgate.domain.principals import Acting
+from taskgate.domain.run_report import (
+    CheckResult,
+    CriterionResult,
+    Evidence,
+    EvidenceSource,
+    RunReport,
+    ScreenHit,
+)
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service import verification
 from taskgate.service.context import Context
@@ -81,19 +88,21 @@ def run_verifier(
     cfg = VerifierConfig.model_validate(started.work["config"]) if started.work["config"] else None
     if conflict is not None:
         return verification.finish(
-            ctx, local, task_id, started.run.id, checks={}, results={}, conflict=conflict
+            ctx, local, task_id, started.run.id, RunReport(checks={}, results={}, conflict=conflict)
         )
     return verification.finish(
         ctx,
         local,
         task_id,
         started.run.id,
-        checks=checks
-        if checks is not None
-        else {name: OK for name in (cfg.checks if cfg else {CHECK: None})},
-        results={} if evidence is None else local_results(criteria, evidence),
-        error=error,
-        screened=screened,
-        baseline=baseline,
-        base=base,
+        RunReport(
+            checks=checks
+            if checks is not None
+            else {name: OK for name in (cfg.checks if cfg else {CHECK: None})},
+            results={} if evidence is None else local_results(criteria, evidence),
+            error=error,
+            screened=screened or [],
+            baseline=baseline,
+            base=base,
+        ),
     )

@@ -8,7 +8,8 @@ import pytest
 
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.models import MAX_ATTEMPTS_LIMIT, Criterion, CriterionKind, check_max_attempts
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, Verdict, decide
+from taskgate.domain.outcome import Verdict, decide
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.domain.tooling import command_words
 from taskgate.domain.verifier_config import VerifierConfig
 
@@ -33,10 +34,9 @@ PASSED = {
 
 def _decide(unit: CheckResult, lint: CheckResult | None = None) -> tuple[Verdict, str]:
     got = decide(
+        RunReport(checks={"unit": unit, "lint": lint or CheckResult(exit_code=0)}, results=PASSED),
         criteria=[TEST],
         spec=None,
-        checks={"unit": unit, "lint": lint or CheckResult(exit_code=0)},
-        results=PASSED,
         submission=None,
         config=CFG,
     )

@@ -5,14 +5,14 @@ version, it decides like any other evidence."""
 from __future__ import annotations
 
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import (
+from taskgate.domain.outcome import Verdict, decide
+from taskgate.domain.run_report import (
     CheckResult,
     CriterionResult,
     Evidence,
     EvidenceSource,
     Restored,
-    Verdict,
-    decide,
+    RunReport,
 )
 from taskgate.domain.verifier_config import VerifierConfig
 
@@ -36,13 +36,15 @@ def _result(now: Evidence, first: Evidence | None, ref: str = "t.test_a") -> Cri
 
 def test_passing_only_with_the_submissions_edits_is_held_with_both_results_and_the_diff() -> None:
     out = decide(
+        RunReport(
+            checks=OK,
+            results={
+                "AC-1": _result(Evidence.FAIL, Evidence.PASS),
+                "AC-2": _result(Evidence.PASS, None, "t.test_b"),
+            },
+        ),
         criteria=[TEST, OTHER],
         spec=None,
-        checks=OK,
-        results={
-            "AC-1": _result(Evidence.FAIL, Evidence.PASS),
-            "AC-2": _result(Evidence.PASS, None, "t.test_b"),
-        },
         submission=None,
         config=CFG,
     )
@@ -60,10 +62,9 @@ def test_passing_only_with_the_submissions_edits_is_held_with_both_results_and_t
 
 def test_the_baseline_version_passing_decides_like_any_pass() -> None:
     out = decide(
+        RunReport(checks=OK, results={"AC-1": _result(Evidence.PASS, Evidence.PASS)}),
         criteria=[TEST],
         spec=None,
-        checks=OK,
-        results={"AC-1": _result(Evidence.PASS, Evidence.PASS)},
         submission=None,
         config=CFG,
     )
@@ -72,10 +73,11 @@ def test_the_baseline_version_passing_decides_like_any_pass() -> None:
 
 def test_failing_both_ways_is_a_plain_failure_not_a_hold() -> None:
     out = decide(
+        RunReport(
+            checks={"unit": CheckResult(exit_code=1)}, results={"AC-1": _result(Evidence.FAIL, Evidence.FAIL)}
+        ),
         criteria=[TEST],
         spec=None,
-        checks={"unit": CheckResult(exit_code=1)},
-        results={"AC-1": _result(Evidence.FAIL, Evidence.FAIL)},
         submission=None,
         config=CFG,
     )
@@ -86,10 +88,11 @@ def test_a_failing_check_with_an_edited_named_test_is_still_held() -> None:
     """The baseline's test failing makes its check fail too; the hold is what a person sees,
     not a failure that would use an attempt on a submission that bent its test."""
     out = decide(
+        RunReport(
+            checks={"unit": CheckResult(exit_code=0)}, results={"AC-1": _result(Evidence.FAIL, Evidence.PASS)}
+        ),
         criteria=[TEST],
         spec=None,
-        checks={"unit": CheckResult(exit_code=0)},
-        results={"AC-1": _result(Evidence.FAIL, Evidence.PASS)},
         submission=None,
         config=CFG,
     )

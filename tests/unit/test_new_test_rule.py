@@ -8,17 +8,17 @@ from datetime import UTC, datetime
 
 from taskgate.domain.models import Criterion, CriterionKind, Spec, SpecStatus, WhyHuman
 from taskgate.domain.newtests import defining_files, paths_of_tests, unplaced
-from taskgate.domain.outcome import (
+from taskgate.domain.outcome import Verdict, decide
+from taskgate.domain.reports import TestCase
+from taskgate.domain.run_report import (
     CheckResult,
     CriterionResult,
     Evidence,
     EvidenceSource,
     Restored,
-    Verdict,
+    RunReport,
     WithoutChange,
-    decide,
 )
-from taskgate.domain.reports import TestCase
 from taskgate.domain.spec_markdown import parse_spec_markdown
 from taskgate.domain.specs import render_markdown
 from taskgate.domain.statements import test_result as statement_of
@@ -62,10 +62,9 @@ def _result(c: Criterion, now: Evidence, before: Evidence | None, restored: bool
 
 def test_a_new_test_passing_on_the_baseline_code_holds_the_run_with_both_results() -> None:
     out = decide(
+        RunReport(checks=OK, results={NEW.id: _result(NEW, Evidence.PASS, Evidence.PASS)}),
         criteria=[NEW],
         spec=_spec(NEW),
-        checks=OK,
-        results={NEW.id: _result(NEW, Evidence.PASS, Evidence.PASS)},
         submission=None,
         config=CFG,
     )
@@ -83,10 +82,9 @@ def test_a_new_test_passing_on_the_baseline_code_holds_the_run_with_both_results
 def test_failing_on_the_baseline_code_is_what_a_new_test_should_do() -> None:
     for before in (Evidence.FAIL, Evidence.MISSING):
         out = decide(
+            RunReport(checks=OK, results={NEW.id: _result(NEW, Evidence.PASS, before)}),
             criteria=[NEW],
             spec=None,
-            checks=OK,
-            results={NEW.id: _result(NEW, Evidence.PASS, before)},
             submission=None,
             config=CFG,
         )
@@ -96,10 +94,12 @@ def test_failing_on_the_baseline_code_is_what_a_new_test_should_do() -> None:
 
 def test_a_criterion_failing_on_the_submission_is_a_failure_not_a_hold() -> None:
     out = decide(
+        RunReport(
+            checks={"unit": CheckResult(exit_code=1)},
+            results={NEW.id: _result(NEW, Evidence.FAIL, Evidence.PASS)},
+        ),
         criteria=[NEW],
         spec=None,
-        checks={"unit": CheckResult(exit_code=1)},
-        results={NEW.id: _result(NEW, Evidence.FAIL, Evidence.PASS)},
         submission=None,
         config=CFG,
     )
@@ -109,10 +109,9 @@ def test_a_criterion_failing_on_the_submission_is_a_failure_not_a_hold() -> None
 
 def test_a_guard_of_an_approved_spec_passing_on_both_verifies() -> None:
     out = decide(
+        RunReport(checks=OK, results={GUARD.id: _result(GUARD, Evidence.PASS, Evidence.PASS)}),
         criteria=[GUARD],
         spec=_spec(GUARD),
-        checks=OK,
-        results={GUARD.id: _result(GUARD, Evidence.PASS, Evidence.PASS)},
         submission=None,
         config=CFG,
     )
@@ -128,10 +127,9 @@ def test_a_guard_nobody_approved_is_no_guard() -> None:
     unguarded = GUARD.model_copy(update={"guard": False})
     for spec in (None, _spec(GUARD, approved=False), _spec(unguarded)):
         out = decide(
+            RunReport(checks=OK, results={GUARD.id: _result(GUARD, Evidence.PASS, Evidence.PASS)}),
             criteria=[GUARD],
             spec=spec,
-            checks=OK,
-            results={GUARD.id: _result(GUARD, Evidence.PASS, Evidence.PASS)},
             submission=None,
             config=CFG,
         )
@@ -141,13 +139,15 @@ def test_a_guard_nobody_approved_is_no_guard() -> None:
 def test_an_edited_named_test_and_a_new_one_name_both_rules() -> None:
     edited = Criterion(id="AC-1.3", text="digits", kind=CriterionKind.TEST, verify_ref="t.test_digits")
     out = decide(
+        RunReport(
+            checks=OK,
+            results={
+                NEW.id: _result(NEW, Evidence.PASS, Evidence.PASS),
+                edited.id: _result(edited, Evidence.FAIL, None, restored=True),
+            },
+        ),
         criteria=[NEW, edited],
         spec=None,
-        checks=OK,
-        results={
-            NEW.id: _result(NEW, Evidence.PASS, Evidence.PASS),
-            edited.id: _result(edited, Evidence.FAIL, None, restored=True),
-        },
         submission=None,
         config=CFG,
     )

@@ -14,15 +14,8 @@ from taskgate.domain.models import (
     SpecStatus,
     Submission,
 )
-from taskgate.domain.outcome import (
-    CheckResult,
-    CriterionResult,
-    Evidence,
-    EvidenceSource,
-    Outcome,
-    Verdict,
-    decide,
-)
+from taskgate.domain.outcome import Outcome, Verdict, decide
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.domain.verifier_config import VerifierConfig
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -72,13 +65,11 @@ def _decide(
     error: str | None = None,
 ) -> Outcome:
     return decide(
+        RunReport(checks=OK if checks is None else checks, results=results, error=error),
         criteria=criteria,
         spec=spec,
-        checks=OK if checks is None else checks,
-        results=results,
         submission=submission,
         config=config,
-        error=error,
     )
 
 
@@ -154,13 +145,12 @@ def test_an_ambiguous_result_on_a_criterion_that_has_no_ref_to_fix_is_a_failure(
 
 def test_a_missing_commit_fails_the_run_with_the_hint_and_no_mismatch() -> None:
     got = decide(
+        RunReport(checks={}, results={}, commit_missing=True),
         criteria=[TEST],
         spec=None,
-        checks={},
-        results={},
         submission=SAID_PASS,
         config=CFG,
-        missing_commit=("abcdef1", "file:///srv/repo.git"),
+        fetched=("abcdef1", "file:///srv/repo.git"),
     )
     assert got.verdict is Verdict.FAILED and got.self_report_mismatch == []
     assert got.findings == ["commit abcdef1 is not in file:///srv/repo.git: push it, then submit again"]

@@ -8,16 +8,15 @@ from typing import Any
 
 from taskgate.domain.baseline import BaselineEvidence
 from taskgate.domain.models import Criterion, CriterionKind, FailedTest, WhyHuman
-from taskgate.domain.outcome import (
+from taskgate.domain.outcome import Outcome, Verdict, decide
+from taskgate.domain.run_report import (
     CheckResult,
     CriterionResult,
     Evidence,
     EvidenceSource,
     HiddenRun,
-    Outcome,
+    RunReport,
     ScreenHit,
-    Verdict,
-    decide,
 )
 from taskgate.domain.verifier_config import VerifierConfig
 
@@ -35,15 +34,18 @@ HIT = ScreenHit(path="calc.py", line=4, rule="py.exit", text="os._exit(0)")
 
 
 def _decide(**kw: Any) -> Outcome:
-    args: dict[str, Any] = {
-        "criteria": [TEST],
-        "spec": None,
-        "checks": {"unit": CheckResult(exit_code=0)},
-        "results": {"AC-1.1": PASSED},
-        "submission": None,
-        "config": HIDDEN_CFG,
-    }
-    return decide(**(args | kw))
+    """decide() on a run report of these fields (checks, results, error, hidden, screened,
+    baseline) and the server's side of the rest."""
+    report: dict[str, Any] = {"checks": {"unit": CheckResult(exit_code=0)}, "results": {"AC-1.1": PASSED}}
+    server: dict[str, Any] = {"criteria": [TEST], "spec": None, "submission": None, "config": HIDDEN_CFG}
+    names = {"checks": "checks", "results": "results", "error": "error", "hidden": "hidden_tests"}
+    names |= {"screened": "screened", "baseline": "baseline"}
+    for k, v in kw.items():
+        if k in names:
+            report[names[k]] = v
+        else:
+            server[k] = v
+    return decide(RunReport(**report), **server)
 
 
 def test_passing_hidden_tests_pass_and_a_failing_one_fails_naming_it() -> None:

@@ -19,7 +19,8 @@ from taskgate.domain.baseline import (
 )
 from taskgate.domain.lifecycle import Action, human_move
 from taskgate.domain.models import Criterion, CriterionKind, Status
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence, EvidenceSource, Verdict, decide
+from taskgate.domain.outcome import Verdict, decide
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
 from taskgate.domain.verifier_config import VerifierConfig
 
 
@@ -207,13 +208,15 @@ PASS = CriterionResult(
 
 def _decide(baseline: BaselineEvidence | None, allowed: tuple[str, ...] = (), **check: object) -> Verdict:
     return decide(
+        RunReport(
+            checks={"unit": CheckResult.model_validate({"exit_code": 0, **check})},
+            results={"AC-1": PASS},
+            baseline=baseline,
+        ),
         criteria=[CRIT],
         spec=None,
-        checks={"unit": CheckResult.model_validate({"exit_code": 0, **check})},
-        results={"AC-1": PASS},
         submission=None,
         config=CFG,
-        baseline=baseline,
         allowed=allowed,
     ).verdict
 

@@ -97,6 +97,28 @@ def test_node_report_nests_describes_and_keeps_top_level_tests() -> None:
     assert r.counts() == {P: 11, F: 2, S: 3}
 
 
+def test_node_messages_keep_the_line_breaks_its_junit_attribute_drops() -> None:
+    """node's JUnit reporter writes the message attribute with every newline removed; the
+    element's text holds it as written, and that is the message a person reads."""
+    (cut,) = [t for t in group(fixture("node/junit.xml"), "truncate").tests if t.name == "cuts long text"]
+    assert cut.message == "Expected values to be strictly equal:\n\n'abc' !== 'ab'"
+    diff = (
+        "Expected values to be strictly equal:\n+ actual - expected\n\n+ 'Hello-big-w'\n- 'Hello-big'\n"
+        "            ^"
+    )
+    flat = diff.replace("\n", "")
+    xml = (
+        '<testsuites><testsuite name="slugify"><testcase name="big" classname="test">'
+        f'<failure message="{flat}">Error [ERR_TEST_FAILURE]: {diff}\n    at x (a.js:1:1)</failure>'
+        "</testcase></testsuite></testsuites>"
+    )
+    [big] = list(parse_junit(xml.encode()).all_tests())
+    assert big.message == diff
+    # A text that does not hold the attribute's characters leaves the attribute as it is.
+    other = xml.replace(f"{diff}\n", "something else\nentirely\n")
+    assert next(parse_junit(other.encode()).all_tests()).message == flat
+
+
 def test_vitest_report_has_a_suite_per_file_and_describe_paths_in_names() -> None:
     r = fixture("vitest/junit.xml")
     assert [g.name for g in r.groups] == ["test/numbers.test.js", "test/strings.test.js"]

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import (
     MAX_GROUP_DEPTH,
     Group,
@@ -19,6 +18,7 @@ from taskgate.domain.reports import (
     parse_json,
     parse_junit,
 )
+from taskgate.domain.run_report import Evidence
 from taskgate.domain.testrefs import RefResult, failed_names, match, match_reports, normalize, segments
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "reports"
@@ -126,6 +126,8 @@ def test_group_rules() -> None:
     check(SEED, "src/other.test.ts", FAIL, "1 of 3 tests failed")
     # All skipped: not a pass.
     check(SEED, "legacy", SKIPPED, "all 2 tests of group src/slugify.test.ts > legacy were skipped")
+    lone = Report(groups=(Group(name="g", tests=(TestCase(name="t", outcome=TestOutcome.SKIPPED),)),))
+    check(lone, "g", SKIPPED, "the one test of group g was skipped")
     # A group with no test at all has no evidence.
     check(SEED, "empty", MISSING, "group src/slugify.test.ts > empty holds no test")
     # Skipped tests don't fail a group that has a passing test.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -114,8 +115,8 @@ def test_a_conflict_goes_back_to_ready_without_an_attempt_and_three_go_to_a_huma
     expected = (
         f"merge conflict: commit {sha[:12]} does not merge cleanly onto main at {tip[:12]} "
         "(conflicting paths: conf.py, test_conf.py); no check ran and no attempt was used. Rebase your "
-        "work onto the current main (git fetch origin && git rebase origin/main), resolve the "
-        "conflicts, commit, and submit the new commit"
+        f"work onto the current main (git fetch {shlex.quote(str(repo.path))} main && git rebase FETCH_HEAD), "
+        "resolve the conflicts, commit, and submit the new commit"
     )
     for n in (1, 2, 3):
         gate.submit(tid, sha)
@@ -173,7 +174,7 @@ def test_a_verified_task_goes_stale_and_is_verified_again_by_itself(live: Live, 
     finding = gate.detail(keep)["task"]["findings"][-1]["summary"]
     assert finding.startswith(
         f"breaks on the new base (the commit merged onto main at {tip2[:12]}; it was verified on "
-        f"merged onto main at {tip1[:12]})"
+        f"the commit merged onto main at {tip1[:12]})"
     ), finding
     # its own criterion failed: an attempt is used
     assert gate.detail(keep)["task"]["attempts_used"] == 1
@@ -238,7 +239,7 @@ def test_the_push_webhook_marks_stale_and_accepting_stale_work_says_so(live: Liv
     assert status == 200 and moved["changed"] is True and moved["stale"] == [tid]
     assert gate.detail(tid)["task"]["stale"] is True
     warning = (
-        f"{tid} was verified on merged onto main at {verified_tip[:12]}, and main is at {tip[:12]} now: "
+        f"{tid} was verified on the commit merged onto main at {verified_tip[:12]}, and main is at {tip[:12]} now: "
         "its verdict is stale"
     )
     # with accept_stale false, accepting is refused until it is verified again

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_REPORT_BYTES, ReportError
+from taskgate.domain.run_report import Evidence
 from taskgate.domain.verifier_config import ReportSpec, draft_from_commands
 from taskgate.verifier import process
 from taskgate.verifier.checkout import CheckoutError, CommitMissing, checkout, is_remote
@@ -319,12 +319,14 @@ def test_a_draft_config_from_project_commands() -> None:
             "python3 -m pytest --junitxml=reports/py.xml",
         ]
     )
-    assert list(cfg.checks) == ["pytest", "npm-test", "node", "pytest-2", "pytest-3"]
+    assert list(cfg.checks) == ["pytest", "npm-test", "node-test", "pytest-2", "pytest-3"]
     assert (
         cfg.checks["pytest-3"].report is not None and cfg.checks["pytest-3"].report.path == "reports/py.xml"
     )
     assert cfg.checks["pytest"].report is not None and cfg.checks["pytest"].report.path == "reports/junit.xml"
-    assert cfg.checks["node"].report is not None and cfg.checks["node"].report.path == "out/node.xml"
+    assert (
+        cfg.checks["node-test"].report is not None and cfg.checks["node-test"].report.path == "out/node.xml"
+    )
     assert cfg.checks["pytest-2"].report is None  # an absolute path: a human chooses one
     assert notes[0].startswith("Review every command")
     assert any("'npm-test' writes no report" in n for n in notes)

@@ -167,8 +167,35 @@ function signOut() {
   if (auth.kind === "local") signInScreen(null);
 }
 
+// The project the board opens on without one in the URL: the one this browser showed last
+// (localStorage: a preference of this browser, not a secret), else the newest (the one a person
+// setting up has just made), never merely the first by name.
+const LAST_PROJECT = "taskgate.project";
+
+function openingProject(wanted, projects) {
+  const known = (name) => name && projects.some((p) => p.name === name);
+  if (known(wanted)) return wanted;
+  let last = null;
+  try {
+    last = localStorage.getItem(LAST_PROJECT);
+  } catch {
+    last = null; // storage switched off: fall through to the newest
+  }
+  if (known(last)) return last;
+  return projects.reduce((a, b) => (String(b.created_at) > String(a.created_at) ? b : a)).name;
+}
+
+function rememberProject(name) {
+  try {
+    localStorage.setItem(LAST_PROJECT, name);
+  } catch {
+    // storage switched off: the board still opens on the newest project
+  }
+}
+
 async function mountView() {
   const project = url.param("project");
+  if (project) rememberProject(project);
   const view = url.param("view") || "board";
   if (mounted && mounted.project === project && mounted.view === view) return;
   const entry = VIEWS.find(([key]) => key === view) || VIEWS[0];
@@ -212,8 +239,7 @@ async function enter() {
     );
     return true;
   }
-  const wanted = url.param("project");
-  app.project = app.projects.some((p) => p.name === wanted) ? wanted : app.projects[0].name;
+  app.project = openingProject(url.param("project"), app.projects);
   url.set({ project: app.project }, { silent: true });
   await app.reloadProject();
   if (mounted) mounted.handle.unmount();

@@ -9,7 +9,7 @@ OpenAPI document is generated from the same handlers (routes/docs.py serves it a
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, get_type_hints
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -19,8 +19,10 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
 from pydantic_core import from_json
 
+from taskgate import runtime
 from taskgate.api import access, routes  # noqa: F401  (routes: imported for their registrations)
 from taskgate.api.access import ROUTES, Access, RouteSpec
 from taskgate.api.errors import (
@@ -29,26 +31,28 @@ from taskgate.api.errors import (
     field_errors,
     status_and_body,
     validation_message,
+    with_nearest_projects,
 )
 from taskgate.api.routes.docs import BEARER
 from taskgate.api.schemas import ErrorBody
-from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
+from taskgate.domain.errors import HTTP_STATUS, INTERNAL, ErrorCode, TaskgateError
+from taskgate.domain.principals import PrincipalKind
 
 log = logging.getLogger("taskgate.api")
 
 _ERROR_TEXT = {
-    401: "No credential, or one that is unknown or revoked (E_UNAUTHORIZED)",
-    403: "The credential may not do this (E_FORBIDDEN, E_SELF_ACCEPT, E_SELF_VERIFY)",
-    404: "No such project, task, spec, key or run (E_NOT_FOUND)",
-    409: "The record is not in a state that allows this, or changed meanwhile "
-    "(E_WRONG_STATE, E_STALE_CLAIM, E_CONFLICT)",
-    415: "The request body is not JSON (E_VALIDATION)",
-    422: "The request is invalid (E_VALIDATION, E_EMPTY_CRITERIA)",
+    401: "No credential, or one that is unknown or revoked",
+    403: "The credential may not do this",
+    404: "No such project, task, spec, key or run",
+    409: "The record is not in a state that allows this, or changed meanwhile",
+    415: "The request body is not JSON",
+    422: "The request is invalid",
 }
 
 
 def _error_response(status: int) -> OpenAPIResponse:
-    return {"description": _ERROR_TEXT[status], "content": {JSON: {"model": ErrorBody}}}
+    codes = ", ".join(code.value for code, answered in HTTP_STATUS.items() if answered == status)
+    return {"description": f"{_ERROR_TEXT[status]} ({codes})", "content": {JSON: {"model": ErrorBody}}}
 
 
 def responses_for(spec: RouteSpec) -> dict[int, OpenAPIResponse]:
@@ -80,19 +84,33 @@ def _guard(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Resp
 
 
 def _on_taskgate_error(exc: TaskgateError) -> Response[Any]:
+    principal = access.current_principal()
+    if exc.code is ErrorCode.NOT_FOUND and principal is not None and principal.kind is PrincipalKind.HUMAN:
+        exc = with_nearest_projects(exc, runtime.context().project_names())
     return _error(*status_and_body(exc))
 
 
-def _on_invalid(exc: RequestValidationError) -> Response[Any]:
-    err = TaskgateError(ErrorCode.VALIDATION, validation_message(exc.errors()))
-    return _error(*status_and_body(RefusedWithDetail(err, errors=field_errors(exc.errors()))))
+def _body_model(app: APIGatewayHttpResolver) -> type[BaseModel] | None:
+    """The pydantic model the matched route reads its body into, if it has one."""
+    spec = access.by_key(app.request.method, app.request.route)
+    if spec is None or not spec.has_body:
+        return None
+    try:
+        body = get_type_hints(spec.func).get("body")
+    except (NameError, TypeError):
+        return None
+    return body if isinstance(body, type) and issubclass(body, BaseModel) else None
+
+
+def _on_invalid(app: APIGatewayHttpResolver, exc: RequestValidationError) -> Response[Any]:
+    model = _body_model(app)
+    err = TaskgateError(ErrorCode.VALIDATION, validation_message(exc.errors(), model))
+    return _error(*status_and_body(RefusedWithDetail(err, errors=field_errors(exc.errors(), model))))
 
 
 def _on_not_json(exc: RequestUnsupportedContentType) -> Response[Any]:
-    err = TaskgateError(
-        ErrorCode.VALIDATION, "the request body must be JSON (Content-Type: application/json)"
-    )
-    return _error(415, *status_and_body(err)[1:])
+    err = TaskgateError(ErrorCode.NOT_JSON, "the request body must be JSON (Content-Type: application/json)")
+    return _error(*status_and_body(err))
 
 
 def _on_no_route(exc: NotFoundError) -> Response[Any]:
@@ -150,7 +168,7 @@ def build() -> APIGatewayHttpResolver:
 
     # Registered by call, not as decorators: Powertools' decorators are untyped.
     app.exception_handler(TaskgateError)(_on_taskgate_error)
-    app.exception_handler(RequestValidationError)(_on_invalid)
+    app.exception_handler(RequestValidationError)(lambda exc: _on_invalid(app, exc))
     app.exception_handler(RequestUnsupportedContentType)(_on_not_json)
     app.exception_handler(NotFoundError)(_on_no_route)
     app.exception_handler(Exception)(_on_bug)

@@ -1,15 +1,20 @@
 """Every refusal the REST API gives, in one shape: JSON {code, message, hint, current_status?}
-with the HTTP status of `HTTP_STATUS`. Request validation by Powertools comes back the same
+with the HTTP status of `HTTP_STATUS` (domain/errors.py), never one written beside a code. Request validation by Powertools comes back the same
 way, with each failing field also listed in `errors` so the board can show it in place."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from taskgate import telemetry
 from taskgate.domain.errors import HTTP_STATUS, ErrorCode, TaskgateError
+from taskgate.domain.validation import explain, explained
 from taskgate.telemetry import Metric
 
 JSON = "application/json"
@@ -31,6 +36,13 @@ HINTS: dict[ErrorCode, str] = {
     ErrorCode.NOTHING_READY: "No task is ready right now.",
     ErrorCode.UNAUTHORIZED: "Sign in again: the credential is missing, unknown or revoked.",
     ErrorCode.UNAVAILABLE: "Nothing was changed; try again in a minute.",
+    ErrorCode.TOO_LARGE: "Nothing was changed. Send less: the message says the limit.",
+    ErrorCode.TIMEOUT: "Nothing was changed. The body arrived too slowly; send the request again, whole.",
+    ErrorCode.METHOD_NOT_ALLOWED: "Use the method the message names.",
+    ErrorCode.NOT_JSON: "Send the body as JSON, with 'Content-Type: application/json'.",
+    ErrorCode.NOT_ACCEPTABLE: "Accept what the server answers in: 'Accept: application/json, "
+    "text/event-stream' for MCP.",
+    ErrorCode.WRONG_HOST: "Call the server at the address it serves on; it answers only for its own hosts.",
 }
 
 
@@ -43,6 +55,25 @@ class RefusedWithDetail(TaskgateError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), **self.extra}
+
+
+_PROJECT_NOT_FOUND = re.compile(r"^project (?P<name>.+) not found$")
+
+
+def with_nearest_projects(exc: TaskgateError, names: Sequence[str]) -> TaskgateError:
+    """A refusal for a project that does not exist, saying the nearest names that do (for a
+    human caller, who may see every project): a typo is fixed from the message itself."""
+    m = _PROJECT_NOT_FOUND.match(exc.message) if exc.code is ErrorCode.NOT_FOUND else None
+    if m is None or not names:
+        return exc
+    near = difflib.get_close_matches(m.group("name"), names, n=3, cutoff=0.5)
+    if near:
+        said = f"; the nearest: {', '.join(near)}"
+    elif len(names) <= 5:
+        said = f"; the projects are {', '.join(sorted(names))}"
+    else:
+        said = f"; none of the {len(names)} projects is near it (`taskgate project list` names them)"
+    return TaskgateError(exc.code, exc.message + said, current_status=exc.current_status)
 
 
 def headers_for(code: ErrorCode) -> dict[str, str]:
@@ -77,25 +108,19 @@ def refusal(exc: TaskgateError) -> dict[str, Any]:
     return proxy_response(status, body, headers)
 
 
-def field_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+def field_errors(
+    errors: Sequence[Mapping[str, Any]], body: type[BaseModel] | None = None
+) -> list[dict[str, str]]:
     """Each failing field as {loc, msg} (never the input), for the board to show in place."""
     return [
-        {
-            "loc": ".".join(str(p) for p in e.get("loc", ())),
-            "msg": str(e.get("msg", e.get("type", "invalid"))),
-        }
+        {"loc": ".".join(str(p) for p in e.get("loc", ())), "msg": explain(e, body, root="body")}
         for e in errors[:50]
     ]
 
 
-def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
+def validation_message(errors: Sequence[Mapping[str, Any]], body: type[BaseModel] | None = None) -> str:
     """Pydantic/Powertools errors as one line: 'body.name: Field required; query.limit: ...'.
-    Only locations and pydantic's messages: never the input echoed back."""
-    parts = []
-    for e in errors[:10]:
-        loc = ".".join(str(p) for p in e.get("loc", ()))
-        parts.append(
-            f"{loc}: {e.get('msg', e.get('type', 'invalid'))}" if loc else str(e.get("msg", "invalid"))
-        )
-    more = f" (and {len(errors) - 10} more)" if len(errors) > 10 else ""
-    return ("invalid request: " + "; ".join(parts) + more) if parts else "invalid request"
+    Only locations, pydantic's messages and the names the body model knows: never the input
+    echoed back. `body`: the route's body model, which names the keys an unknown one could be."""
+    said = explained(errors, body, root="body")
+    return f"invalid request: {said}" if said else "invalid request"

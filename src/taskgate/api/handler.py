@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from taskgate import runtime
 from taskgate.api import access, serial
 from taskgate.api.app import APP
-from taskgate.api.errors import JSON, proxy_response, refusal, status_and_body
+from taskgate.api.errors import JSON, proxy_response, refusal
 from taskgate.auth.resolve import principal
 from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
 from taskgate.domain.principals import PRESENCE_HEADER, Principal, PrincipalKind, Via, via_claimed
@@ -105,10 +105,9 @@ def _handle(raw_event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         if spec is not None and spec.has_body:
             if not _is_json(proxy.headers.get("content-type")):
                 # JSON only: Powertools would also parse forms and multipart (and fail on bad ones).
-                not_json = TaskgateError(
-                    ErrorCode.VALIDATION, "the request body must be JSON (Content-Type: application/json)"
+                raise TaskgateError(
+                    ErrorCode.NOT_JSON, "the request body must be JSON (Content-Type: application/json)"
                 )
-                return proxy_response(415, *status_and_body(not_json)[1:])
             _body_decoded(event)
     except TaskgateError as exc:
         return refusal(exc)

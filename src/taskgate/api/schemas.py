@@ -14,10 +14,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from taskgate.domain import limits
-from taskgate.domain.baseline import DEFAULT_PROTECT, BaselineEvidence, protect_globs
+from taskgate.domain.baseline import DEFAULT_PROTECT, protect_globs
 from taskgate.domain.batches import Batch
+from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import ErrorCode
-from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase, held_for, stale_line, stale_on
+from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     AgentRole,
     AllowedChange,
@@ -42,7 +43,7 @@ from taskgate.domain.models import (
     VerificationRun,
     VerifierKind,
 )
-from taskgate.domain.outcome import CheckResult, CriterionResult, HiddenRun, ScreenHit
+from taskgate.domain.run_report import CheckResult, CriterionResult, RunReport
 from taskgate.domain.taskview import attempt_state, flags, mismatches
 from taskgate.domain.text import CheckedText
 from taskgate.domain.verifier_config import VerifierConfig
@@ -547,7 +548,7 @@ class ProjectQueue(Out):
     base_branch: str | None = Field(
         default=None, description="The base branch the config names, else the one last reported"
     )
-    base_tip: str | None = Field(default=None, description="The base branch's tip as last reported")
+    base_tip: Sha | None = Field(default=None, description="The base branch's tip as last reported")
     merge: str | None = Field(default=None, description="The verifier config's merge setting")
     stale: int = Field(default=0, description="Verified tasks to verify again on the moved base")
 
@@ -604,7 +605,7 @@ class BaseMovedIn(In):
 class BaseMoved(Out):
     project: str
     branch: str
-    tip: str
+    tip: Sha
     changed: bool = Field(description="The tip was new to the server")
     ignored: str | None = Field(description="Why the push changed nothing (another branch), when it did not")
     stale: list[str] = Field(
@@ -652,52 +653,10 @@ class ReviewIn(In):
     results: dict[str, CriterionResult]
 
 
-class FinishIn(In):
-    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+class FinishIn(In, RunReport):
+    """A run's report (domain/run_report.py) as a request body, checked like every body."""
 
-    checks: dict[str, CheckResult] = Field(default_factory=dict)
-    results: dict[str, CriterionResult] = Field(default_factory=dict)
-    error: str | None = None
-    commit_missing: bool = Field(
-        default=False,
-        description="The repository was fetched and the submitted commit is not in it: nothing "
-        "ran. The run fails (the executor must push it); a fetch that failed is an error instead.",
-    )
-    commit: str | None = Field(
-        default=None,
-        max_length=200,  # bounded; the service says what a full commit is
-        description="The full commit the verifier checked out (`git rev-parse HEAD`: 40 or 64 "
-        "lowercase hex digits), which must start with the submitted one (an agent may submit an "
-        "abbreviation). Signed statements name it as the subject's gitCommit.",
-    )
-    hidden_tests: HiddenRun | None = Field(
-        default=None,
-        description="What the verifier config's hidden tests did: the commit placed, how many ran, "
-        "the failing ones (names, or with messages under reveal: messages). Required when the "
-        "config names hidden tests.",
-    )
-    screened: list[ScreenHit] = Field(
-        default_factory=list,
-        max_length=200,
-        description="Lines the submission adds that read or end their grader (the screen's hits): "
-        "the run goes to a human.",
-    )
-    baseline: BaselineEvidence | None = Field(
-        default=None,
-        description="What the submission changes against its baseline (the merge-base with the "
-        "base branch): kept on the run, signed (its commit and a digest of the changed paths); a "
-        "change to a protected path no human allowed holds the task for a person.",
-    )
-    base: MergedBase | None = Field(
-        default=None,
-        description="What the checks ran on: the submission merged (or rebased) onto this tip of "
-        "the base branch, and the merge's tree id; mode none: the commit alone. Signed with the run.",
-    )
-    conflict: MergeConflict | None = Field(
-        default=None,
-        description="The submission did not merge onto the base tip: nothing ran. The task goes "
-        "back to ready without using an attempt (send no checks, results, error or base with it).",
-    )
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
 
 
 class RunFinished(Out):
@@ -758,8 +717,8 @@ class BatchFinishIn(In):
     controls_allowed = True  # what the checks printed, stored made plain (domain.text)
 
     branch: str | None = Field(default=None, min_length=1, max_length=200)
-    tip: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-    tree: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    tip: Sha | None = None
+    tree: Sha | None = None
     checks: dict[str, CheckResult] = Field(default_factory=dict)
     results: dict[str, dict[str, CriterionResult]] = Field(
         default_factory=dict, description="Task id -> criterion id -> evidence, for the run's tasks only"

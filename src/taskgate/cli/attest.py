@@ -14,6 +14,7 @@ from typing import Any
 from taskgate.cli.output import client, emit
 from taskgate.cli.text import visible
 from taskgate.domain.principals import VIA_SAID, Via
+from taskgate.domain.text import plural
 
 
 def cmd_attest_key(args: argparse.Namespace) -> None:
@@ -36,6 +37,8 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
 
     try:
         commit = args.commit.strip().lower() if args.commit is not None else None
+        if args.task is not None:
+            commit = _submitted_commit(args)
         if commit is not None and not is_full(commit):
             raise ValueError(
                 f"--commit {args.commit!r} is not a full commit id: statements name the full commit "
@@ -68,16 +71,36 @@ def cmd_attest_verify(args: argparse.Namespace) -> int:
     emit(
         args,
         payload,
-        f"OK: {len(done.statements)} statements ({', '.join(kinds)}) signed by key {key.key_id}, "
+        f"OK: {plural(len(done.statements), 'statement')} ({', '.join(kinds)}) signed by key {key.key_id}, "
         f"chained; the last is about "
         + (
             f"commit {done.last_commit}"
+            + (f", the commit {args.task} was submitted with" if args.task else "")
             if done.last_commit
             else f"an abbreviated commit {done.last_abbreviation}"
         )
         + f": {said}",
     )
     return 0
+
+
+def _submitted_commit(args: argparse.Namespace) -> str:
+    """--task: the full commit the server holds for the task's last submission (what a verifier
+    checked out for it), read over the API; the bundle is then checked offline against it."""
+    api = client(args)
+    task = api.call("GET", api.path("api", "tasks", args.task))["task"]
+    submitted = [a["submission"] for a in task.get("attempts") or [] if a.get("submission")]
+    if not submitted:
+        raise ValueError(
+            f"--task {args.task}: it has no submission, so no commit to check the bundle against"
+        )
+    last = submitted[-1]
+    if not last.get("resolved_commit"):
+        raise ValueError(
+            f"--task {args.task}: its last submission {last['commit_sha']} was never checked out by a "
+            "verifier, so the server holds no full commit for it; give --commit with the full one"
+        )
+    return str(last["resolved_commit"])
 
 
 def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
@@ -109,11 +132,14 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     out = api.call("GET", api.path("api", "projects", args.project, "audit"))
     lines = [f"{m['task']} {m['event'] or '(task)'}: {m['reason']}" for m in out["mismatches"]]
     lines += [
-        f"{u['task']}: {u['events']} unchained events (written before this server kept a hash chain), "
+        f"{u['task']}: {plural(u['events'], 'unchained event')} (written before this server kept a hash chain), "
         "chain intact after them"
         for u in out["unchained_tasks"]
     ]
-    summary = f"{out['tasks']} tasks, {out['events']} events, {out['statements']} signed statements: "
+    summary = (
+        f"{plural(out['tasks'], 'task')}, {plural(out['events'], 'event')}, "
+        f"{plural(out['statements'], 'signed statement')}: "
+    )
     made = out.get("acceptances") or {}
     if made:
         said = {
@@ -127,7 +153,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         summary += "MISMATCH"
     elif out["unchained"]:
         summary += (
-            f"{out['unchained']} unchained events in {len(out['unchained_tasks'])} tasks, not verified; "
+            f"{plural(out['unchained'], 'unchained event')} in {plural(len(out['unchained_tasks']), 'task')}, "
+            "not verified; "
             "every chain intact"
         )
     else:
@@ -154,7 +181,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     v.add_argument("file")
     v.add_argument("--key", help="the public key PEM (`taskgate attest key`); default: ask the server")
-    v.add_argument("--commit", help="the full commit (40 or 64 hex) the last statement must be about")
+    about = v.add_mutually_exclusive_group()
+    about.add_argument("--commit", help="the full commit (40 or 64 hex) the last statement must be about")
+    about.add_argument(
+        "--task",
+        help="the last statement must be about the commit this task was submitted with (the full one "
+        "a verifier checked out, read from the server; the bundle itself is checked offline)",
+    )
     v.set_defaults(func=cmd_attest_verify)
 
     audit = sub.add_parser("audit", help="check history hash chains").add_subparsers(

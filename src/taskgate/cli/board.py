@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import Any
 
 from taskgate.cli.output import client, emit
@@ -15,21 +16,67 @@ MCP_401 = (
 )
 
 
+KEY_VAR = "TASKGATE_AGENT_KEY"  # where Codex and Cursor read the key from: not in their files
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's (\\uXXXX included)."""
+    return json.dumps(value)
+
+
+def codex_toml(name: str, url: str) -> str:
+    """Codex's table for a Streamable HTTP server (~/.codex/config.toml). Codex refuses a bearer
+    token written in the file: it reads it from the variable `bearer_token_env_var` names."""
+    table = name if _BARE_KEY.match(name) else _toml_string(name)
+    return (
+        f"[mcp_servers.{table}]\nurl = {_toml_string(url)}\nbearer_token_env_var = {_toml_string(KEY_VAR)}\n"
+    )
+
+
+def cursor_json(name: str, url: str) -> dict[str, Any]:
+    """Cursor's .cursor/mcp.json: a server with a `url` is a remote one, and `${env:NAME}` in a
+    header is read from the environment Cursor starts in, so the key stays out of the file (and
+    out of a repository the file may sit in)."""
+    return {"mcpServers": {name: {"url": url, "headers": {"Authorization": f"Bearer ${{env:{KEY_VAR}}}"}}}}
+
+
 def cmd_mcp_config(args: argparse.Namespace) -> None:
     url = args.server.rstrip("/") + "/mcp"
-    key = args.key or "$TASKGATE_AGENT_KEY"
+    key = args.key or f"${KEY_VAR}"
     config = {
         "mcpServers": {args.name: {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {key}"}}}
     }
     claude = f'claude mcp add --transport http {args.name} {url} --header "Authorization: Bearer {key}"'
+    codex = codex_toml(args.name, url)
+    cursor = cursor_json(args.name, url)
+    export = f"export {KEY_VAR}={args.key or 'tga_...'}"
     text = (
         "# Claude Code:\n"
         f"{claude}\n\n"
+        f"# Codex: add to ~/.codex/config.toml; Codex reads the key from ${KEY_VAR} where it starts\n"
+        f"# ({export}), or run: codex mcp add {args.name} --url {url} --bearer-token-env-var {KEY_VAR}\n"
+        f"{codex}\n"
+        f"# Cursor: .cursor/mcp.json (or ~/.cursor/mcp.json); Cursor reads the key from ${KEY_VAR}\n"
+        f"# where it starts ({export})\n"
+        f"{json.dumps(cursor, indent=2)}\n\n"
         "# Any MCP client (Streamable HTTP), e.g. .mcp.json:\n"
         f"{json.dumps(config, indent=2)}\n\n"
         f"# {MCP_401}"
     )
-    emit(args, {"url": url, "claude": claude, "config": config, "unauthorized": MCP_401}, text)
+    emit(
+        args,
+        {
+            "url": url,
+            "claude": claude,
+            "codex": codex,
+            "cursor": cursor,
+            "config": config,
+            "key_variable": KEY_VAR,
+            "unauthorized": MCP_401,
+        },
+        text,
+    )
 
 
 def cmd_board(args: argparse.Namespace) -> None:

@@ -19,13 +19,18 @@ YES_HELP = (
     "TASKGATE_TOKEN), never with the admin token read from the data dir"
 )
 Describe = Callable[[argparse.Namespace], "presence.Action | None"]
+Check = Callable[[argparse.Namespace], None]
 
 
-def human_only(parser: argparse.ArgumentParser, describe: Describe) -> argparse.ArgumentParser:
+def human_only(
+    parser: argparse.ArgumentParser, describe: Describe, check: Check | None = None
+) -> argparse.ArgumentParser:
     """Mark a command that writes as the human: `describe` says what it will do (None: this use
-    of it only reads)."""
+    of it only reads). `check` runs first, with read-only calls and the files it was given: what
+    the server would refuse anyway (a project that does not exist, a file that is not JSON) is
+    refused before anyone is asked to confirm it."""
     parser.add_argument("--yes", action="store_true", help=YES_HELP)
-    parser.set_defaults(presence=describe)
+    parser.set_defaults(presence=describe, precheck=check)
     parser.description = f"{parser.description}\n\n{PERSON_NOTE}" if parser.description else PERSON_NOTE
     return parser
 

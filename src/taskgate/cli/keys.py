@@ -6,8 +6,9 @@ import argparse
 from typing import Any
 
 from taskgate.cli import presence
+from taskgate.cli.client import ApiError
 from taskgate.cli.human import PERSON, human_only, scope
-from taskgate.cli.output import client, emit
+from taskgate.cli.output import client, emit, table
 
 KEY_ONLY = "print only the key, e.g. for `export TASKGATE_VERIFIER_KEY=$(taskgate key create ...)`"
 
@@ -34,12 +35,19 @@ def cmd_key_create(args: argparse.Namespace) -> None:
 def cmd_key_list(args: argparse.Namespace) -> None:
     out = client(args).call("GET", "/api/keys")
     items = out["items"] if isinstance(out, dict) else out
-    lines = [
-        f"{k['id']}\t{k['kind']}\t{k['name']}\t{k.get('role') or k.get('verifier_kind') or ''}\t"
-        f"{'revoked' if k.get('revoked_at') else 'live'}\t{','.join(k.get('projects') or []) or '*'}"
+    rows = [
+        [
+            k["id"],
+            k["kind"],
+            k["name"],
+            k.get("role") or k.get("verifier_kind") or "",
+            "revoked" if k.get("revoked_at") else "live",
+            ",".join(k.get("projects") or []) or "* (every project)",
+        ]
         for k in items
     ]
-    emit(args, out, "\n".join(lines) or "(no keys)")
+    header = ["ID", "KIND", "NAME", "ROLE", "STATE", "PROJECTS"]
+    emit(args, out, table(header, rows) if rows else "(no keys)")
 
 
 def cmd_key_revoke(args: argparse.Namespace) -> None:
@@ -47,6 +55,37 @@ def cmd_key_revoke(args: argparse.Namespace) -> None:
     out = api.call("POST", api.path("api", "keys", args.id, "revoke"))
     warnings = out.get("warnings") or []
     emit(args, out, "\n".join([f"revoked {args.id}", *[f"warning: {w}" for w in warnings]]))
+
+
+def _check_projects(args: argparse.Namespace) -> None:
+    """Each --project must exist (the server's 404 names the nearest), before anyone is asked."""
+    api = client(args)
+    for project in args.project or []:
+        api.call("GET", api.path("api", "projects", project))
+
+
+def _check_revoke(args: argparse.Namespace) -> None:
+    """The key must exist and be live, before anyone is asked; its name goes into the prompt."""
+    items = client(args).call("GET", "/api/keys")["items"]
+    key = next((k for k in items if k["id"] == args.id), None)
+    if key is None:
+        raise ApiError(
+            404,
+            {
+                "code": "E_NOT_FOUND",
+                "message": f"key {args.id} not found (nothing was asked or changed)",
+                "hint": "`taskgate key list` shows each key's id",
+            },
+        )
+    args.key_record = key
+
+
+def _revoke_action(a: argparse.Namespace) -> presence.Action:
+    key = getattr(a, "key_record", None) or {}
+    detail = f"{key['kind']} key {key['name']}, for {scope(key.get('projects'))}" if key else ""
+    if key.get("revoked_at"):
+        detail += " (revoked already)"
+    return presence.Action(f"revoke key {a.id}", a.id, detail)
 
 
 def _key_action(a: argparse.Namespace) -> presence.Action:
@@ -77,16 +116,16 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ka.add_argument("--delegate", action="append", help="human:<name> this key may act for (repeatable)")
     ka.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     ka.set_defaults(func=cmd_key_create)
-    human_only(ka, _key_action)
+    human_only(ka, _key_action, _check_projects)
     kv = kc.add_parser("verifier", parents=[common], help=f"a verifier key ({PERSON})")
     kv.add_argument("name", nargs="?", default="verifier")
     kv.add_argument("--kind", dest="verifier_kind", choices=["local", "reviewer"], required=True)
     kv.add_argument("--project", action="append", help="limit to a project (repeatable; default all)")
     kv.add_argument("--key-only", action="store_true", help=KEY_ONLY)
     kv.set_defaults(func=cmd_key_create)
-    human_only(kv, _key_action)
+    human_only(kv, _key_action, _check_projects)
     key.add_parser("list", parents=[common], help="list keys").set_defaults(func=cmd_key_list)
     kr = key.add_parser("revoke", parents=[common], help=f"revoke a key ({PERSON})")
     kr.add_argument("id")
     kr.set_defaults(func=cmd_key_revoke)
-    human_only(kr, lambda a: presence.Action(f"revoke key {a.id}", a.id))
+    human_only(kr, _revoke_action, _check_revoke)

@@ -5,6 +5,7 @@ it runs: the person at the terminal first, then one clear line for any failure. 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ from taskgate import __version__
 from taskgate.cli import attest, board, keys, presence, projects, serving, specs, tasks, verification, verify
 from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, resolve_token
 from taskgate.cli.files import InputError
-from taskgate.cli.human import Describe
+from taskgate.cli.human import Check, Describe
 from taskgate.cli.text import visible
 from taskgate.demo import tour as demo
 
@@ -122,8 +123,14 @@ def _main(argv: Sequence[str] | None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         describe: Describe | None = getattr(args, "presence", None)
+        check: Check | None = getattr(args, "precheck", None)
+        if describe is not None and check is not None:
+            check(args)  # read-only: check first, ask second
         action = describe(args) if describe is not None else None
         if action is not None:
+            # What the prompt shows may quote what an agent wrote (a spec's commands, a title):
+            # shown with every control character escaped, never obeyed by the terminal.
+            action = dataclasses.replace(action, what=visible(action.what), detail=visible(action.detail))
             # A token that cannot be read fails before the person is asked anything.
             resolve_token(args.token, Path(args.data_dir) if args.data_dir else None)
             explicit = bool(args.token or os.environ.get("TASKGATE_TOKEN"))

@@ -37,3 +37,12 @@ def authored(cmd: Callable[[argparse.Namespace, Client], tuple[Any, str]]) -> Co
         emit(args, payload, text)
 
     return run
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """Rows under a header row, each column as wide as its widest cell (the last one as is)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join([*(cell.ljust(w) for cell, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+        for r in [header, *rows]
+    )

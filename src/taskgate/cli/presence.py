@@ -50,7 +50,7 @@ class Action:
 
     what: str  # "accept my-app-3", "switch verification off for project my-app"
     confirm: str  # what the person types to say yes: the task id, the project name ...
-    detail: str = ""  # one more line for the prompt, e.g. "this key covers every project"
+    detail: str = ""  # more lines for the prompt, e.g. "this key covers every project"
 
 
 class Refused(Exception):
@@ -83,7 +83,7 @@ def require(action: Action, *, scripted: bool, explicit_token: bool) -> Via:
             f"controlling terminal ({TTY}): nothing was done",
         )
     try:
-        lines = [f"taskgate: {action.what}", *([f"  {action.detail}"] if action.detail else [])]
+        lines = [f"taskgate: {action.what}", *(f"  {line}" for line in action.detail.splitlines())]
         prompt = "\n".join(lines) + f"\nType {action.confirm} to confirm (anything else cancels): "
         os.write(tty, prompt.encode())
         answer = _read_line(tty)

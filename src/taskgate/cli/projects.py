@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from taskgate.cli import presence
-from taskgate.cli.client import Client
-from taskgate.cli.files import checked_repo
+from taskgate.cli.client import ApiError, Client
+from taskgate.cli.files import InputError, checked_repo
 from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import authored, client, emit
+from taskgate.domain.models import PROJECT_NAME_RE
 
 
 def cmd_project_create(args: argparse.Namespace) -> None:
@@ -38,8 +39,32 @@ def cmd_project_defaults(args: argparse.Namespace, api: Client) -> tuple[Any, st
     return p, "\n".join(lines)
 
 
+def _check_create(args: argparse.Namespace) -> None:
+    """A name the server refuses, or one taken already, is said before anyone is asked."""
+    if not PROJECT_NAME_RE.match(args.name):
+        raise InputError(
+            f"project name {args.name!r}: lowercase letters, digits and '-', 1-40 characters, "
+            "starting with a letter or digit"
+        )
+    args.repo = checked_repo(args.repo)
+    api = client(args)
+    try:
+        api.call("GET", api.path("api", "projects", args.name))
+    except ApiError as exc:
+        if exc.body.get("code") == "E_NOT_FOUND":
+            return
+        raise
+    raise ApiError(
+        409,
+        {
+            "code": "E_CONFLICT",
+            "message": f"project {args.name} already exists (nothing was asked or changed)",
+            "hint": f"`taskgate project defaults {args.name}` shows it; choose another name for a new one",
+        },
+    )
+
+
 def _create_action(a: argparse.Namespace) -> presence.Action:
-    a.repo = checked_repo(a.repo)  # before anyone is asked anything
     return presence.Action(f"create project {a.name} (repo {a.repo})", a.name)
 
 
@@ -52,7 +77,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     c.add_argument("--repo", required=True, help="path or URL of the git repository")
     c.add_argument("--description", default="")
     c.set_defaults(func=cmd_project_create)
-    human_only(c, _create_action)
+    human_only(c, _create_action, _check_create)
     proj.add_parser("list", parents=[common], help="list projects").set_defaults(func=cmd_project_list)
 
     pd = proj.add_parser(

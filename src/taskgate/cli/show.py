@@ -25,6 +25,9 @@ def finding_lines(f: dict[str, Any]) -> list[str]:
     tests' own messages, then each failing check with the end of its output (the brief's
     limits); a human's findings (and a verifier's from before they were structured) as written."""
     out = [f"  attempt {f.get('attempt')}, {f['source']} {f['by']}: {f['summary']}"]
+    mismatch = f.get("self_report_mismatch") or []
+    if mismatch:
+        out.append(f"    the agent reported pass for {', '.join(mismatch)}, which the verifier did not find")
     criteria, checks = f.get("criteria") or [], f.get("checks") or []
     if not criteria and not checks:
         return out + [f"    - {d}" for d in f.get("details") or []]

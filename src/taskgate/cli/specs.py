@@ -17,11 +17,41 @@ from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import authored, client, emit
 
 
+def _commands(spec: dict[str, Any]) -> list[str]:
+    """The command criteria a spec holds: approving it lets the verifier run each of them."""
+    return [f"{c['id']}: {c['verify_ref']}" for c in spec.get("criteria") or [] if c.get("kind") == "command"]
+
+
 def cmd_spec_approve(args: argparse.Namespace) -> None:
     api = client(args)
     out = api.call("POST", api.path("api", "projects", args.project, "specs", args.spec, "approve"))
     moved = out.get("moved") or []
-    emit(args, out, f"approved {args.spec}" + (f"; ready now: {', '.join(moved)}" if moved else ""))
+    lines = [f"approved {args.spec}" + (f"; ready now: {', '.join(moved)}" if moved else "")]
+    commands = _commands(out.get("spec") or getattr(args, "spec_record", None) or {})
+    if commands:
+        lines.append("the verifier may now run its command criteria:")
+        lines += [f"  {c}" for c in commands]
+    emit(args, out, "\n".join(lines))
+
+
+def _check_approve(args: argparse.Namespace) -> None:
+    """The spec must exist, and what approving it authorises goes into the prompt."""
+    api = client(args)
+    args.spec_record = api.call("GET", api.path("api", "projects", args.project, "specs", args.spec))
+
+
+def _approve_action(a: argparse.Namespace) -> presence.Action:
+    spec = getattr(a, "spec_record", None) or {}
+    commands = _commands(spec)
+    detail = (
+        [f"{spec.get('title', '')} (risk {spec.get('risk', '?')}, {spec.get('status', '?')})"] if spec else []
+    )
+    if commands:
+        detail.append("approving it lets the verifier run these commands, as written:")
+        detail += [f"  {c}" for c in commands]
+    elif spec:
+        detail.append("it holds no command criterion: approving it authorises no command")
+    return presence.Action(f"approve {a.spec} of project {a.project}", a.spec, "\n".join(detail))
 
 
 def cmd_spec_export(args: argparse.Namespace) -> None:
@@ -36,7 +66,7 @@ def cmd_spec_export(args: argparse.Namespace) -> None:
 def cmd_spec_create(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
     body = spec_body(read(args.file), args.file if args.file != "-" else "stdin")
     spec = api.call("POST", api.path("api", "projects", args.project, "specs"), body)
-    ids = ", ".join(f"{c['id']} ({c['kind']})" for c in spec["criteria"])
+    ids = ", ".join(f"{c['id']} ({c['kind']}{', guard' if c.get('guard') else ''})" for c in spec["criteria"])
     return spec, (
         f"created {spec['id']} ({spec['status']}, risk {spec['risk']}): {spec['title']}\n"
         f"  criteria: {ids}\n"
@@ -52,7 +82,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     sa.add_argument("spec")
     sa.add_argument("--project", required=True)
     sa.set_defaults(func=cmd_spec_approve)
-    human_only(sa, lambda a: presence.Action(f"approve {a.spec} of project {a.project}", a.spec))
+    human_only(sa, _approve_action, _check_approve)
     se = spec.add_parser("export", parents=[common], help="write specs/SPEC-n.md into a repository")
     se.add_argument("spec")
     se.add_argument("--project", required=True)

@@ -7,10 +7,11 @@ from typing import Any
 
 from taskgate.cli import presence
 from taskgate.cli.client import Client
-from taskgate.cli.files import criteria_body, read
-from taskgate.cli.human import PERSON, Describe, human_only
+from taskgate.cli.files import InputError, criteria_body, read
+from taskgate.cli.human import PERSON, human_only
 from taskgate.cli.output import authored, client, emit
 from taskgate.cli.show import show_text
+from taskgate.domain.text import plural
 
 RESOLUTIONS = {
     "requeue": "requeue: back to ready for another attempt",
@@ -87,16 +88,29 @@ def cmd_task_show(args: argparse.Namespace, api: Client) -> tuple[Any, str]:
     return {**detail, "spec": spec}, show_text(detail, spec)
 
 
-def _resolve_action(parser: argparse.ArgumentParser) -> Describe:
-    def describe(a: argparse.Namespace) -> presence.Action:
-        if (a.resolution == "block") != bool(a.blocked_by):
-            parser.error(
-                "--block goes with --blocked-by TASK (repeatable), and --blocked-by only with --block"
-            )
-        how = RESOLUTIONS[a.resolution].format(blocked_by=", ".join(a.blocked_by or []))
-        return presence.Action(f"resolve {a.id} ({how})", a.id, f"note: {a.note}" if a.note else "")
+def _check_task(args: argparse.Namespace) -> None:
+    """The task must exist (and a resolve be well formed) before anyone is asked; what it is
+    goes into the prompt."""
+    if args.sub == "resolve" and (args.resolution == "block") != bool(args.blocked_by):
+        raise InputError(
+            "--block goes with --blocked-by TASK (repeatable), and --blocked-by only with --block"
+        )
+    api = client(args)
+    args.task_record = api.call("GET", api.path("api", "tasks", args.id))["task"]
 
-    return describe
+
+def _about(a: argparse.Namespace) -> str:
+    t = getattr(a, "task_record", None)
+    return f"{t['id']} is {t['status']}: {t['title']}" if t else ""
+
+
+def _also(a: argparse.Namespace, line: str) -> str:
+    return "\n".join(x for x in (_about(a), line) if x)
+
+
+def _resolve_action(a: argparse.Namespace) -> presence.Action:
+    how = RESOLUTIONS[a.resolution].format(blocked_by=", ".join(a.blocked_by or []))
+    return presence.Action(f"resolve {a.id} ({how})", a.id, _also(a, f"note: {a.note}" if a.note else ""))
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -106,23 +120,28 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ta = task.add_parser("accept", parents=[common], help=f"accept submitted or verified work ({PERSON})")
     ta.add_argument("id")
     ta.set_defaults(func=cmd_task_accept)
-    human_only(ta, lambda a: presence.Action(f"accept {a.id} (it becomes done)", a.id))
+    human_only(
+        ta, lambda a: presence.Action(f"accept {a.id} (it becomes done)", a.id, _about(a)), _check_task
+    )
     tr = task.add_parser("reopen", parents=[common], help=f"send work back with findings ({PERSON})")
     tr.add_argument("id")
     tr.add_argument("--finding", action="append", required=True, help="what the next attempt must fix")
     tr.set_defaults(func=cmd_task_reopen)
     human_only(
         tr,
-        lambda a: presence.Action(
-            f"reopen {a.id} with {len(a.finding)} finding{'s' if len(a.finding) > 1 else ''}", a.id
-        ),
+        lambda a: presence.Action(f"reopen {a.id} with {plural(len(a.finding), 'finding')}", a.id, _about(a)),
+        _check_task,
     )
     tc = task.add_parser("cancel", parents=[common], help=f"cancel a task ({PERSON})")
     tc.add_argument("id")
     tc.add_argument("--reason", default="")
     tc.set_defaults(func=cmd_task_cancel)
     human_only(
-        tc, lambda a: presence.Action(f"cancel {a.id}", a.id, f"reason: {a.reason}" if a.reason else "")
+        tc,
+        lambda a: presence.Action(
+            f"cancel {a.id}", a.id, _also(a, f"reason: {a.reason}" if a.reason else "")
+        ),
+        _check_task,
     )
     tv = task.add_parser(
         "resolve",
@@ -143,7 +162,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tv.add_argument("--blocked-by", action="append", metavar="TASK", help="with --block (repeatable)")
     tv.add_argument("--note", default="", help="why (kept in the task's history)")
     tv.set_defaults(func=cmd_task_resolve)
-    human_only(tv, _resolve_action(tv))
+    human_only(tv, _resolve_action, _check_task)
     tl = task.add_parser("list", parents=[common], help="list a project's tasks")
     tl.add_argument("project")
     tl.add_argument("--status", default=None)

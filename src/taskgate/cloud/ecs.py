@@ -19,8 +19,12 @@ registers revisions, gets the task definition and the container name):
   TASKGATE_VERIFIER_CONCURRENCY draining tasks per project at once, unless its verifier config
                                 says otherwise (default 2)
   TASKGATE_DRAIN_IDLE_S         how long a draining task waits for more work before it exits
+  TASKGATE_VERIFIER_SERVER      the API's URL, passed to every task it starts as its
+                                TASKGATE_SERVER (the stack's VerifierServerUrl, by default the
+                                HTTP API's own URL)
 
-The container's entry point is `taskgate`; the command chooses what it verifies. Its keys and
+The container's entry point is `taskgate` (the image's and the task definition's); the command
+chooses what it verifies. Its keys and
 the git token reach it from Secrets Manager through the task definition, never from here.
 """
 
@@ -41,6 +45,8 @@ from taskgate.service.images import ImageRefused
 STARTED_BY = "taskgate-dispatcher"
 # The draining task's slot, passed in the container's environment (not a secret: a name).
 LEASE_VAR = "TASKGATE_DRAIN_LEASE"
+# Where the started task calls the API (the CLI's own variable).
+SERVER_VAR = "TASKGATE_SERVER"
 DRAIN_IDLE_S = 30.0
 # Between looks at the queue while draining: a submission waits at most this long for a task
 # that is already running (the API answers an empty queue in one cheap index read).
@@ -125,6 +131,7 @@ class EcsLauncher:
     container: str
     subnets: tuple[str, ...]
     security_groups: tuple[str, ...]
+    server: str
     public_ip: str = "ENABLED"
     capacity_provider: str = "FARGATE"
     concurrency: int = DEFAULT_CONCURRENCY
@@ -144,6 +151,7 @@ class EcsLauncher:
             container=env.get("TASKGATE_ECS_CONTAINER", "verifier"),
             subnets=tuple(_csv(env["TASKGATE_ECS_SUBNETS"])),
             security_groups=tuple(_csv(env.get("TASKGATE_ECS_SECURITY_GROUPS", ""))),
+            server=env["TASKGATE_VERIFIER_SERVER"],
             public_ip=env.get("TASKGATE_ECS_PUBLIC_IP", "ENABLED"),
             capacity_provider=env.get("TASKGATE_ECS_CAPACITY_PROVIDER") or "FARGATE",
             concurrency=int(env.get("TASKGATE_VERIFIER_CONCURRENCY") or DEFAULT_CONCURRENCY),
@@ -163,7 +171,7 @@ class EcsLauncher:
             drain_command(project, self.idle_s),
             task_definition,
             f"project {project}",
-            env={LEASE_VAR: lease_value(lease)},
+            env={LEASE_VAR: lease_value(lease), SERVER_VAR: self.server},
         )
 
     def _run(

@@ -422,7 +422,7 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
     )
     if root.exists():
         raise DemoError(
-            f"{root} exists (a kept demo?): `taskgate demo --clean{_dir_arg(root)}` stops it and removes it"
+            f"{root} exists (a kept demo?): `{_me()} demo --clean{_dir_arg(root)}` stops it and removes it"
         )
     root.mkdir(parents=True)
     (root / MARKER).write_text("made by `taskgate demo`; `taskgate demo --clean` removes this directory\n")
@@ -478,12 +478,37 @@ def run_tour(root: Path, *, keep: bool, as_json: bool) -> int:
             tour.stop()
             say(
                 f"the demo stopped early; its files stay in {root} (serve.log, repo): "
-                f"`taskgate demo --clean{_dir_arg(root)}` removes them"
+                f"`{_me()} demo --clean{_dir_arg(root)}` removes them"
             )
 
 
 def _statuses(tour: Tour) -> str:
     return ", ".join(f"{tid} {status}" for tid, status in sorted(tour.task_statuses().items()))
+
+
+def runnable_as(argv0: str, on_path: str | None, cwd: Path) -> str:
+    """How the person who started the demo runs `taskgate` again from where they are: `taskgate`
+    when that name on their PATH is this very program, else the path they started it by
+    (`.venv/bin/taskgate` before the README puts it on the PATH), relative to where they are
+    when it lies below it. `python -m taskgate.cli` when it was started that way."""
+    program = Path(argv0)
+    if program.name != "taskgate":
+        return f"{sys.executable} -m taskgate.cli"
+    if "/" not in argv0:
+        return "taskgate"  # found on the PATH by that name
+    here = (cwd / program).resolve() if not program.is_absolute() else program.resolve()
+    if on_path is not None and Path(on_path).resolve() == here:
+        return "taskgate"
+    if not program.is_absolute() and "/" in argv0:
+        return argv0  # what they typed works from where they typed it
+    try:
+        return f"./{here.relative_to(cwd.resolve())}"
+    except ValueError:
+        return str(here)
+
+
+def _me() -> str:
+    return runnable_as(sys.argv[0], shutil.which("taskgate"), Path.cwd())
 
 
 def _dir_arg(root: Path) -> str:
@@ -495,23 +520,24 @@ NO_WAIT = "No terminal to wait at"
 
 def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) -> None:
     server = f"--server {tour.url} --data-dir {tour.root / 'data'}"
+    taskgate = _me()
     lines = [
         "",
         f"The board, signed in (one-time link, 15 min): {result['sign_in']}",
-        f"A task at the terminal:  taskgate task show {m.PROJECT}-2 {server}",
-        f"Accept it (you, at a terminal): taskgate task accept {m.PROJECT}-1 {server}",
+        f"A task at the terminal:  {taskgate} task show {m.PROJECT}-2 {server}",
+        f"Accept it (you, at a terminal): {taskgate} task accept {m.PROJECT}-1 {server}",
     ]
     if keep:
         lines.append(
             f"Kept: the server runs on (pid {tour.proc.pid if tour.proc else '?'}); files in {tour.root}."
         )
-        lines.append(f"Remove it all: taskgate demo --clean{_dir_arg(tour.root)}")
+        lines.append(f"Remove it all: {taskgate} demo --clean{_dir_arg(tour.root)}")
     waits = not keep and not as_json and sys.stdin.isatty()
     if not keep and not waits:
         lines.append(
             f"{NO_WAIT}: the demo stops its server and removes {tour.root} now, so the links above "
-            f"stop working. To keep the board up: taskgate demo --keep{_dir_arg(tour.root)} "
-            "(its server runs until `taskgate demo --clean`)."
+            f"stop working. To keep the board up: {taskgate} demo --keep{_dir_arg(tour.root)} "
+            f"(its server runs until `{taskgate} demo --clean`)."
         )
     if as_json:
         print(json.dumps(result, sort_keys=True), flush=True)
@@ -524,7 +550,7 @@ def _finish(tour: Tour, result: dict[str, Any], *, keep: bool, as_json: bool) ->
     if waits:
         print(
             "The board stays up until you press Enter; then the demo stops its server and removes "
-            f"{tour.root} (run `taskgate demo --keep` to keep them).",
+            f"{tour.root} (run `{taskgate} demo --keep` to keep them).",
             flush=True,
         )
         with contextlib.suppress(EOFError, KeyboardInterrupt):

@@ -36,6 +36,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain.chain import digest
+from taskgate.domain.commit_ids import Sha
 
 # The harness of pytest and of the common JavaScript runners: what a check's own outcome rests on.
 DEFAULT_PROTECT: tuple[str, ...] = (
@@ -68,7 +69,6 @@ MAX_CHANGED = 2000
 DIFF_MAX_CHARS = 20_000  # of the protected files' diff kept on the run
 MAX_SCRIPTS = 100  # package.json scripts a run records as run by its checks
 SCRIPT_CHARS = 4000  # of each
-FULL_COMMIT = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
 class BaselineEvidence(BaseModel):
@@ -76,7 +76,7 @@ class BaselineEvidence(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     branch: str | None = Field(default=None, max_length=200)
-    commit: str | None = Field(default=None, pattern=FULL_COMMIT)  # None: no baseline
+    commit: Sha | None = None  # None: no baseline
     why: str | None = Field(default=None, max_length=500)  # why there is none
     changed: list[str] = Field(default_factory=list, max_length=MAX_CHANGED)
     # More paths changed than MAX_CHANGED: `changed` holds the first of them (sorted).

@@ -16,9 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.commit_ids import Sha
 from taskgate.domain.merging import MergeMode
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult, Evidence
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence
 
 # Each task of a batch is one marker and one guard in the commit that records the batch, and
 # one run record per step: a commit holds at most 100 writes.
@@ -28,7 +29,6 @@ ERRORS_TO_STOP = 3
 # A failing check's or criterion's reasons kept per task, and named in a culprit's finding.
 REASONS_SHOWN = 3
 
-_SHA = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 BatchStatus = Literal["queued", "running", "done", "stopped"]
 StepVerdict = Literal["passed", "failed", "conflict", "error"]
 
@@ -57,7 +57,7 @@ class Culprit(_Model):
     breaks_with: list[str]  # the tasks merged before it in the smallest failing prefix
     kind: Literal["failed", "conflict"]
     reasons: list[str] = Field(default_factory=list)
-    tip: str = Field(pattern=_SHA)
+    tip: Sha
     run_id: str
 
 
@@ -71,8 +71,8 @@ class Step(_Model):
     started_at: datetime
     finished_at: datetime | None = None
     verdict: StepVerdict | None = None
-    tip: str | None = Field(default=None, pattern=_SHA)
-    tree: str | None = Field(default=None, pattern=_SHA)
+    tip: Sha | None = None
+    tree: Sha | None = None
     reasons: dict[str, list[str]] = Field(default_factory=dict)  # task (or "checks") -> why not passed
     conflict_task: str | None = None
     conflict_paths: list[str] = Field(default_factory=list)
@@ -86,7 +86,7 @@ class Batch(_Model):
     requested_by: Requester
     requested_at: datetime
     branch: str | None = None
-    requested_tip: str | None = Field(default=None, pattern=_SHA)  # the base tip as known then
+    requested_tip: Sha | None = None  # the base tip as known then
     mode: MergeMode = "merge"
     status: BatchStatus = "queued"
     # The bisection: tasks still in play, in order; the longest prefix known to pass (`good`)
@@ -94,8 +94,8 @@ class Batch(_Model):
     remaining: list[str] = Field(default_factory=list)
     good: int = 0
     bad: int | None = None
-    tip: str | None = Field(default=None, pattern=_SHA)  # every step merges onto this one tip
-    tree: str | None = Field(default=None, pattern=_SHA)  # the passing merge's tree
+    tip: Sha | None = None  # every step merges onto this one tip
+    tree: Sha | None = None  # the passing merge's tree
     steps: list[Step] = Field(default_factory=list)
     culprits: list[Culprit] = Field(default_factory=list)
     accepted: list[str] = Field(default_factory=list)

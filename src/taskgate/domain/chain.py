@@ -189,10 +189,3 @@ def read_chain(
             ),
         )
     return Reading(unchained, None)
-
-
-def first_mismatch(
-    task_id: str, head: str | None, events: Sequence[tuple[str, Mapping[str, Any]]]
-) -> Mismatch | None:
-    """The first place a task's history does not match its chain (read_chain); None: it matches."""
-    return read_chain(task_id, head, events).mismatch

@@ -1,8 +1,11 @@
-"""An injectable clock, so leases and expiry are testable without sleeping."""
+"""An injectable clock, so leases and expiry are testable without sleeping; and injectable
+timing (elapsed time and pauses), so a wait a use case makes is testable without waiting."""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -31,6 +34,50 @@ class ManualClock:
         with self._lock:
             self._now += timedelta(**delta)
             return self._now
+
+
+class Timing(Protocol):
+    """Elapsed time and pauses: the deadlines of retries and polls, which run on how long
+    they have taken, never on the time of day."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemTiming:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class ManualTiming:
+    """Timing whose pauses take no time: each moves it on by what was asked, and is kept in
+    `slept` (tests); `then` runs after each pause, to make something happen during a wait."""
+
+    def __init__(self, then: Callable[[int], None] | None = None) -> None:
+        self._now = 0.0
+        self._lock = threading.Lock()
+        self.slept: list[float] = []
+        self._then = then
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._now += max(0.0, seconds)
+            self.slept.append(seconds)
+            count = len(self.slept)
+        if self._then is not None:
+            self._then(count)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
 
 
 _ZERO = timedelta(0)

@@ -12,11 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
-# As a pattern string too: the models' fields declare it (pydantic takes a string).
+from pydantic import StringConstraints
+
+# The one spelling of a full commit id: as a string (pydantic and JSON Schema take one), compiled
+# (match it with `fullmatch`, or `is_full`: `$` alone lets a trailing newline through), and as
+# `Sha`, the type of every model field that holds a full commit id.
 FULL_COMMIT_PATTERN = r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$"
 FULL_COMMIT = re.compile(FULL_COMMIT_PATTERN)
+Sha = Annotated[str, StringConstraints(pattern=FULL_COMMIT_PATTERN)]
 
 
 SUBMITTED_MIN, SUBMITTED_MAX = 7, 64

@@ -20,6 +20,14 @@ class ErrorCode(StrEnum):
     NOTHING_READY = "E_NOTHING_READY"
     UNAUTHORIZED = "E_UNAUTHORIZED"
     UNAVAILABLE = "E_UNAVAILABLE"  # a service the decision needs (the attestation key) did not answer
+    # Refusals of the HTTP request itself, before any rule reads it: each has its own code so
+    # that the code alone says which HTTP status came with it.
+    TOO_LARGE = "E_TOO_LARGE"  # the request body is over the server's limit
+    TIMEOUT = "E_TIMEOUT"  # the request body did not arrive in time
+    METHOD_NOT_ALLOWED = "E_METHOD_NOT_ALLOWED"
+    NOT_JSON = "E_NOT_JSON"  # the body is not sent as JSON (its Content-Type)
+    NOT_ACCEPTABLE = "E_NOT_ACCEPTABLE"  # the Accept header takes none of the answer's types
+    WRONG_HOST = "E_WRONG_HOST"  # the Host header names no host this server answers for
 
 
 # A bug or unusable stored data on our side. Deliberately not an ErrorCode: no client should
@@ -43,11 +51,19 @@ HINTS: dict[ErrorCode, str] = {
     ErrorCode.NOTHING_READY: "No task is ready right now; try again later or ask for new tasks.",
     ErrorCode.UNAUTHORIZED: "Send a valid key as 'Authorization: Bearer <key>'.",
     ErrorCode.UNAVAILABLE: "Nothing was changed; call again in a minute.",
+    ErrorCode.TOO_LARGE: "Nothing was changed. Send less: the message says the limit.",
+    ErrorCode.TIMEOUT: "Nothing was changed. The body arrived too slowly; send the request again, whole.",
+    ErrorCode.METHOD_NOT_ALLOWED: "Use the method the Allow header or the message names.",
+    ErrorCode.NOT_JSON: "Send the body as JSON, with 'Content-Type: application/json'.",
+    ErrorCode.NOT_ACCEPTABLE: "Accept what the server answers in: 'Accept: application/json, "
+    "text/event-stream' for MCP.",
+    ErrorCode.WRONG_HOST: "Call the server at the address it serves on; it answers only for its own hosts.",
 }
 
 
-# The HTTP status each code answers with on the REST API (and the MCP transport's HTTP layer).
-# One table, so a client can rely on status and code agreeing everywhere.
+# The HTTP status each code answers with, everywhere a refusal leaves over HTTP: the REST API,
+# the MCP front door, `taskgate serve`'s own edge. One table, so a client can rely on status
+# and code agreeing everywhere; `TaskgateError.status` reads it.
 HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
@@ -62,6 +78,12 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.VALIDATION: 422,
     ErrorCode.EMPTY_CRITERIA: 422,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.TOO_LARGE: 413,
+    ErrorCode.TIMEOUT: 408,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.NOT_JSON: 415,
+    ErrorCode.NOT_ACCEPTABLE: 406,
+    ErrorCode.WRONG_HOST: 421,
 }
 
 
@@ -83,6 +105,11 @@ class TaskgateError(Exception):
         would send it the wrong way (a refused criteria change: say the criterion is wrong,
         do not ask for another role), else the code's."""
         return self._hint or HINTS[self.code]
+
+    @property
+    def status(self) -> int:
+        """The HTTP status this refusal answers with (`HTTP_STATUS`)."""
+        return HTTP_STATUS[self.code]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code.value, "message": self.message}

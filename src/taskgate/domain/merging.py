@@ -8,9 +8,12 @@ longer the branch's tip is stale until a run on the new tip confirms or undoes i
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from taskgate.domain.commit_ids import Sha
 
 if TYPE_CHECKING:
     from taskgate.domain.models import Task
@@ -21,8 +24,6 @@ MergeMode = Literal["merge", "rebase", "none"]
 CONFLICTS_TO_NEEDS_HUMAN = 3
 # A conflict's finding names this many paths; the rest are counted.
 CONFLICT_PATHS_SHOWN = 20
-
-_SHA = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 
 class _Model(BaseModel):
@@ -36,8 +37,8 @@ class MergedBase(_Model):
 
     mode: MergeMode
     branch: str | None = Field(default=None, max_length=200)
-    tip: str | None = Field(default=None, pattern=_SHA)
-    tree: str | None = Field(default=None, pattern=_SHA)
+    tip: Sha | None = None
+    tree: Sha | None = None
     why: str | None = Field(default=None, max_length=500)  # why no merge was made, when none was
 
 
@@ -46,7 +47,7 @@ class BaseTip(_Model):
     push webhook or the nightly run): verdicts on another tip are stale."""
 
     branch: str = Field(min_length=1, max_length=200)
-    tip: str = Field(pattern=_SHA)
+    tip: Sha
     at: str  # ISO time it was reported
     by: str  # who reported it
 
@@ -56,21 +57,25 @@ class MergeConflict(_Model):
 
     mode: Literal["merge", "rebase"]
     branch: str = Field(min_length=1, max_length=200)
-    tip: str = Field(pattern=_SHA)
+    tip: Sha
     paths: list[str] = Field(min_length=1, max_length=10_000)
 
 
-def conflict_summary(commit: str, c: MergeConflict) -> str:
-    """The finding a conflict gives: the base tip, the conflicting paths, what to do."""
+def conflict_summary(commit: str, c: MergeConflict, repo: str | None = None) -> str:
+    """The finding a conflict gives: the base tip, the conflicting paths, what to do. `repo`: the
+    project's repository as configured (a path or a URL), which the command fetches from by name,
+    so it works whatever the agent's remotes are called, or in that repository itself (a local
+    path has no `origin`)."""
     shown = c.paths[:CONFLICT_PATHS_SHOWN]
     more = len(c.paths) - len(shown)
     paths = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
     verb = "merge" if c.mode == "merge" else "rebase"
+    source = shlex.quote(repo) if repo else "<the project's repository>"
     return (
         f"merge conflict: commit {commit[:12]} does not {verb} cleanly onto {c.branch} at {c.tip[:12]} "
         f"(conflicting paths: {paths}); no check ran and no attempt was used. Rebase your work onto "
-        f"the current {c.branch} (git fetch origin && git rebase origin/{c.branch}), resolve the "
-        "conflicts, commit, and submit the new commit"
+        f"the current {c.branch} (git fetch {source} {shlex.quote(c.branch)} && git rebase FETCH_HEAD), "
+        "resolve the conflicts, commit, and submit the new commit"
     )
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator
 
-from taskgate.domain.commit_ids import FULL_COMMIT_PATTERN, SUBMITTED_PATTERN
+from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import invalid
 from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase
 from taskgate.domain.verifier_config import VerifierConfig
@@ -18,7 +18,6 @@ PROJECT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 ACTOR_RE = re.compile(r"^(human|agent):[a-z0-9][a-z0-9._-]{0,63}$")
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-Sha = Annotated[str, StringConstraints(pattern=SUBMITTED_PATTERN)]
 
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_ATTEMPTS_LIMIT = 20  # a project's or a task's max_attempts is 1..this
@@ -107,9 +106,6 @@ class Criterion(Record):
     def _strip(cls, v: str | None) -> str | None:
         return v.strip() or None if v is not None else None
 
-    def needs_ref(self) -> bool:
-        return self.kind in (CriterionKind.TEST, CriterionKind.COMMAND)
-
 
 class CriterionInput(Record):
     """A criterion as a caller writes it; the id is assigned by the server."""
@@ -185,7 +181,7 @@ class Submission(Record):
     submitted_at: datetime
     # The full commit a verifier checked out for it (commit_sha may be an abbreviation): set by
     # the server from a run's finish, never from the submitter; what statements sign as gitCommit.
-    resolved_commit: str | None = Field(default=None, pattern=FULL_COMMIT_PATTERN)
+    resolved_commit: Sha | None = None
 
 
 class AttemptEnding(StrEnum):
@@ -210,7 +206,7 @@ class ClaimTip(Record):
     repository: the baseline of a submission committed straight onto that branch."""
 
     branch: str = Field(max_length=200)
-    commit: str = Field(pattern=FULL_COMMIT_PATTERN)
+    commit: Sha
 
 
 class Attempt(Record):
@@ -501,7 +497,7 @@ class VerificationRun(Record):
     started_at: datetime
     finished_at: datetime | None = None
     # The full commit the verifier checked out (sent with its finish, checked to extend commit_sha)
-    resolved_commit: str | None = Field(default=None, pattern=FULL_COMMIT_PATTERN)
+    resolved_commit: Sha | None = None
     status: RunStatus = "running"
     summary: str = ""
     # What the submission changed against its baseline (domain/baseline.py), as the server

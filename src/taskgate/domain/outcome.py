@@ -24,9 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from taskgate.domain.baseline import BaselineEvidence, check_commands, protect_globs, protected
 from taskgate.domain.models import (
@@ -40,117 +37,12 @@ from taskgate.domain.models import (
     Submission,
     WhyHuman,
 )
-from taskgate.domain.runners import RUNNER_CHARS
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, HiddenRun, RunReport
 from taskgate.domain.screen import Hit
 from taskgate.domain.screen import reason as screen_reason
 from taskgate.domain.text import tail_lines
 from taskgate.domain.tooling import missing_tools
 from taskgate.domain.verifier_config import VerifierConfig
-
-
-class Evidence(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    SKIPPED = "skipped"
-    MISSING = "missing"
-    AMBIGUOUS = "ambiguous"
-
-
-class CheckResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    # Bounded: it is signed, and RFC 8785 writes no integer past +-(2**53 - 1). A process's exit
-    # status fits 32 bits either way (Linux: 0-255 or minus a signal; Windows: unsigned 32 bits).
-    exit_code: int | None = Field(default=None, ge=-(2**31), le=2**32 - 1)
-    timed_out: bool = False
-    output_tail: str = Field(default="", max_length=20_000)
-    duration_ms: int | None = Field(default=None, ge=0)
-    # The tool its shell could not run (exit 126/127), as the verifier established it.
-    missing_tool: str | None = Field(default=None, min_length=1, max_length=200)
-    # sha256 (lowercase hex) of the report file's bytes as the verifier read and parsed them:
-    # signed with the run, so a report kept elsewhere can be matched to the decision.
-    report_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    # The test runner's version line the check printed (domain/runners.py), e.g.
-    # "pytest 8.3.2 (Python 3.12.3, pluggy 1.5.0)": what the check's output said, signed as such.
-    runner: str | None = Field(default=None, min_length=1, max_length=RUNNER_CHARS, pattern=r"^[ -~]+$")
-    # Why its report is not the check's own: the commit held a file at the report path
-    # ("committed": the verifier deleted it before the check), or the file there was last
-    # written before the check started ("stale": not read).
-    report_problem: Literal["committed", "stale"] | None = None
-    # Failed or errored testcases in its report, and the first few of their names: a check
-    # that exits 0 over them failed all the same.
-    report_failed: int = Field(default=0, ge=0)
-    report_failed_names: list[str] = Field(default_factory=list, max_length=10)
-
-
-class EvidenceSource(BaseModel):
-    """Where a criterion's evidence came from: the check and report a test ref was read from,
-    or the command a command criterion ran."""
-
-    model_config = ConfigDict(extra="forbid")
-    check: str | None = Field(default=None, max_length=64)
-    report: str | None = Field(default=None, max_length=512)
-    ref: str = Field(max_length=4000)
-
-
-class Restored(BaseModel):
-    """A test criterion judged by the baseline's version of its test files: the submission
-    changed test files that exist at the baseline, so the check ran a second time with them
-    restored and the criterion's evidence is that second run's. This is the first run's."""
-
-    model_config = ConfigDict(extra="forbid")
-    files: list[str] = Field(max_length=200)  # the test files restored from the baseline
-    submitted: Evidence  # the criterion's evidence with the submission's own test files
-    submitted_detail: str = Field(default="", max_length=20_000)
-    diff: str = Field(default="", max_length=20_200)  # the restored files' diff, capped
-
-
-class WithoutChange(BaseModel):
-    """A test criterion whose named test the submission wrote (its baseline has none), run on
-    the baseline's code with the submission's test files: the check run a second time with
-    every other changed path as it is at the baseline."""
-
-    model_config = ConfigDict(extra="forbid")
-    result: Evidence  # the criterion's evidence there
-    detail: str = Field(default="", max_length=20_000)
-    files: list[str] = Field(default_factory=list, max_length=2000)  # the submission's test files kept
-
-
-class CriterionResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    result: Evidence
-    detail: str = Field(default="", max_length=20_000)
-    rationale: str | None = Field(default=None, max_length=20_000)
-    source: EvidenceSource | None = None
-    # A failing test criterion's failing tests (the first few of a group), each with its own
-    # message from the report.
-    failures: list[FailedTest] = Field(default_factory=list, max_length=50)
-    # Set when the evidence comes from a second run on the baseline's test files.
-    restored: Restored | None = None
-    # Set when the named test is the submission's own: how it did on the baseline's code.
-    without_change: WithoutChange | None = None
-    # The server's reading: it passed here and on the baseline's code too (no evidence of the change).
-    passes_without_change: bool = False
-
-
-class ScreenHit(BaseModel):
-    """One added line the screen found (domain/screen.py), as the verifier sends it."""
-
-    model_config = ConfigDict(extra="forbid")
-    path: str = Field(min_length=1, max_length=1000)
-    line: int = Field(ge=1, le=10_000_000)
-    rule: str = Field(min_length=1, max_length=40)
-    text: str = Field(max_length=400)
-
-
-class HiddenRun(BaseModel):
-    """What a run's hidden tests did: the commit placed, how many of their testcases the
-    reports held, and the failing ones as the config reveals them (names, or messages)."""
-
-    model_config = ConfigDict(extra="forbid")
-    commit: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-    ran: int = Field(ge=0, le=10_000_000)
-    failed: list[FailedTest] = Field(default_factory=list, max_length=50)
-    failed_count: int = Field(default=0, ge=0, le=10_000_000)
 
 
 class Verdict(StrEnum):
@@ -232,50 +124,46 @@ def _provenance_problem(c: Criterion, r: CriterionResult, reports: Mapping[str, 
 
 
 def decide(
+    report: RunReport,
     *,
     criteria: list[Criterion],
     spec: Spec | None,
-    checks: dict[str, CheckResult],
-    results: dict[str, CriterionResult],
     submission: Submission | None,
     config: VerifierConfig | None = None,
-    error: str | None = None,
-    missing_commit: tuple[str, str] | None = None,
-    hidden: HiddenRun | None = None,
-    screened: list[ScreenHit] | None = None,
-    baseline: BaselineEvidence | None = None,
+    fetched: tuple[str, str] | None = None,
     allowed: Sequence[str] = (),
     allowed_criteria: Sequence[str] = (),
 ) -> Outcome:
-    """`config`: the project's verifier config. Its checks are the ones that must be reported
-    (one missing is an error: the verifier broke, never a silent pass), and its reports the only
-    places a test criterion's evidence may come from. `missing_commit`: (commit, repository) when
-    the verifier fetched the repository and the submitted commit is not in it. `hidden`: what
-    the hidden tests did; `screened`: the screen's hits in the lines the submission adds.
-    `baseline`: what the submission changed (None: a verifier that did not say); `allowed`: the
-    protected paths a human allowed this submission to change; `allowed_criteria`: the criteria a
-    human allowed to pass without the change.
+    """Decide a run from the verifier's `report`. `config`: the project's verifier config. Its
+    checks are the ones that must be reported (one missing is an error: the verifier broke,
+    never a silent pass), and its reports the only places a test criterion's evidence may come
+    from. `fetched`: (commit, repository) the run was asked to fetch, named when the report says
+    the commit is not there. `allowed`: the protected paths a human allowed this submission to
+    change; `allowed_criteria`: the criteria a human allowed to pass without the change.
 
     Both rules that give a run to a person apply whatever the checks said. When both do, the
     held paths win (why_human HELD, so a human can allow them); the summary names the screen's
     hits too, and a run verified again after the allowance is screened again."""
+    baseline = report.baseline
     out = _decide(
         criteria=criteria,
         spec=spec,
-        checks=checks,
-        results=results,
+        checks=report.checks,
+        results=report.results,
         submission=submission,
         config=config,
-        error=error,
-        missing_commit=missing_commit,
-        hidden=hidden,
+        error=report.error,
+        missing_commit=(fetched or ("the submitted commit", "the repository"))
+        if report.commit_missing
+        else None,
+        hidden=report.hidden_tests,
         held=held_paths(config, baseline, allowed),
         diff=baseline.diff if baseline is not None else "",
         allowed_criteria=allowed_criteria,
     )
-    if not screened:
+    if not report.screened:
         return out
-    hits = [Hit(h.path, h.line, h.rule, h.text) for h in screened]
+    hits = [Hit(h.path, h.line, h.rule, h.text) for h in report.screened]
     if out.verdict is Verdict.NEEDS_HUMAN:
         return replace(out, summary=f"{out.summary}; and {screen_reason(hits)}")
     # Whatever the checks did: code that ends its grader makes a check "fail" without a

@@ -65,7 +65,7 @@ class Principal:
 
     @property
     def actor(self) -> str:
-        return f"{self.kind.value}:{self.name}"
+        return actor_of(self.kind.value, self.name)
 
     def may_use_project(self, project: str) -> bool:
         return not self.projects or project in self.projects
@@ -108,11 +108,17 @@ def human(name: str, credential_id: str = "admin") -> Principal:
     return Principal(PrincipalKind.HUMAN, name, credential_id)
 
 
+def actor_of(kind: str, name: str) -> str:
+    """The one stored form of an actor id, however the name was given (`serve --admin-name
+    Tester`, a delegation to `human:tester`): lowercase, so one person has one spelling."""
+    return f"{kind.strip().lower()}:{name.strip().lower()}"
+
+
 def actor_id(named: str) -> str:
-    """An actor id as a caller may write it, in its one stored form: names are lowercase
-    ('Bob', 'agent:Bob' and 'agent:bob' are one agent); a bare name is an agent's."""
-    name = named.strip().lower()
-    return name if ":" in name else f"agent:{name}"
+    """An actor id as a caller may write it, in its one stored form ('Bob', 'agent:Bob' and
+    'agent:bob' are one agent); a bare name is an agent's."""
+    kind, colon, name = named.partition(":")
+    return actor_of(kind, name) if colon else actor_of("agent", named)
 
 
 def acting(principal: Principal, on_behalf_of: str | None = None, claimed_actor: str | None = None) -> Acting:

@@ -205,7 +205,8 @@ def _test(case: Any) -> TestCase:
     if result is not None:
         # The message attribute when there is one (pytest, surefire, node); jest-junit writes
         # only the element's text.
-        message = _clip(result._elem.get("message") or result._elem.text or "")
+        text = result._elem.text or ""
+        message = _clip(_with_line_breaks(result._elem.get("message") or "", text) or text)
     return TestCase(
         name=_attr(case, "name"),
         classname=_attr(case, "classname"),
@@ -214,6 +215,25 @@ def _test(case: Any) -> TestCase:
         duration_ms=_duration_ms(case._elem.get("time")),
         file=_attr(case, "file"),
     )
+
+
+def _with_line_breaks(message: str, text: str) -> str:
+    """The message attribute with the line breaks it lost, read back from the element's text.
+
+    `node --test`'s JUnit reporter drops every newline from the attribute ("Expected values to
+    be strictly equal:+ actual - expected+ 'a'- 'b'"), and an XML parser turns a raw newline in
+    an attribute into a space, while the element's text holds the same message as written. When
+    the text holds the attribute's characters in order, whitespace aside, that span of the text
+    is the message; else the attribute as it is."""
+    if not message or "\n" in message or "\n" not in text:
+        return message
+    squeezed = "".join(message.split())
+    at = [i for i, ch in enumerate(text) if not ch.isspace()]
+    start = "".join(text[i] for i in at).find(squeezed)
+    if not squeezed or start < 0:
+        return message
+    span = text[at[start] : at[start + len(squeezed) - 1] + 1]
+    return span if "\n" in span else message
 
 
 def _duration_ms(seconds: str | None) -> int | None:

@@ -18,7 +18,8 @@ export`), and the same shape written by hand, so export then create round-trips.
 The criteria list is the last `## Acceptance criteria` section: one `- ` item per criterion,
 its kind in parentheses (test, command or review), an id in bold optional (the server numbers
 criteria itself), and for test and command criteria the verify_ref in backticks after ` — `
-(an em dash; ` -- ` also works). A test criterion marked `(test, guard)` guards behaviour the
+(an em dash; ` -- `, an en dash and ` - ` work too: most terminals show the em dash as a
+hyphen, so what a person retypes from one is a hyphen). A test criterion marked `(test, guard)` guards behaviour the
 baseline already has: its named test passing before the change is what it expects. Pure: text
 in, values out; a problem names its line.
 """
@@ -38,7 +39,7 @@ _ITEM = re.compile(
     r"^[-*]\s+(?:\*\*(?P<id>[^*]+)\*\*\s+)?\((?P<kind>[a-z]+)(?:\s*,\s*(?P<marker>[a-z]+))?\)\s+(?P<rest>.+?)\s*$",
     re.IGNORECASE,
 )
-_REF = re.compile(r"^(?P<text>.*?)\s+(?:—|--)\s+`(?P<ref>[^`]+)`$")
+_REF = re.compile(r"^(?P<text>.*?)\s+(?:—|\u2013|--|-)\s+`(?P<ref>[^`]+)`$")
 KINDS = ", ".join(k.value for k in CriterionKind)
 GUARD = "guard"  # the marker after a test criterion's kind: `(test, guard)`
 
@@ -77,7 +78,9 @@ def parse_criteria(lines: list[str], *, first_line: int = 1) -> list[CriterionIn
         ref_m = _REF.match(rest)
         text, ref = (ref_m.group("text"), ref_m.group("ref")) if ref_m else (rest, None)
         if kind != CriterionKind.REVIEW.value and ref is None:
-            raise invalid(f"line {n}: a {kind} criterion needs its verify_ref after ' — ' in backticks")
+            raise invalid(
+                f"line {n}: a {kind} criterion needs its verify_ref in backticks after ' — ' or ' - '"
+            )
         if not text.strip():
             raise invalid(f"line {n}: the criterion says nothing before its verify_ref")
         out.append(

@@ -84,6 +84,17 @@ def checkable_refs(criteria: Iterable[Criterion]) -> set[tuple[str, str]]:
     return {(c.kind.value, c.verify_ref or "") for c in criteria if c.kind is not CriterionKind.REVIEW}
 
 
+def shared_criterion(kind: str, ref: str, other_id: str) -> str:
+    """A criterion this task shares with another open task, and whether that matters: each
+    task's commit is verified on its own, so the check must pass on each commit."""
+    return (
+        f"{kind} criterion '{ref}' is also on open task {other_id}: each task is verified on its "
+        f"own commit, so it must pass on both; that matters only if {other_id}'s work is what makes "
+        "it pass, and then this task should build on it (block it on "
+        f"{other_id} with blocked_by)"
+    )
+
+
 def duplicate_warnings(mine: list[Criterion], others: dict[str, list[Criterion]]) -> list[str]:
     """Warn when a test/command criterion of this task is also on another open task: each task
     is verified on its own commit, so the check can pass for only one of them."""
@@ -91,7 +102,7 @@ def duplicate_warnings(mine: list[Criterion], others: dict[str, list[Criterion]]
     my_refs = checkable_refs(mine)
     for other_id, criteria in sorted(others.items()):
         for kind, ref in sorted(my_refs & checkable_refs(criteria)):
-            warnings.append(f"{kind} criterion '{ref}' is also on open task {other_id}")
+            warnings.append(shared_criterion(kind, ref, other_id))
     return warnings
 
 

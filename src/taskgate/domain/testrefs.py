@@ -42,8 +42,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from taskgate.domain.models import FailedTest
-from taskgate.domain.outcome import Evidence
 from taskgate.domain.reports import MAX_GROUP_DEPTH, Group, Report, TestCase, TestOutcome
+from taskgate.domain.run_report import Evidence
 
 MAX_DETAIL_CHARS = 4000
 MAX_NAME_CHARS = 1000  # a failing test's name as a result carries it
@@ -307,7 +307,10 @@ def _judge_group(node: _Node, label: str) -> RefResult:
             tuple(_failure(t) for t in shown),
         )
     if not passed:
-        return RefResult(Evidence.SKIPPED, _clip(f"all {n} tests of group {label} were skipped"))
+        every = "the one test" if n == 1 else f"all {n} tests"
+        return RefResult(
+            Evidence.SKIPPED, _clip(f"{every} of group {label} {'was' if n == 1 else 'were'} skipped")
+        )
     extra = f", {len(skipped)} skipped" if skipped else ""
     return RefResult(Evidence.PASS, _clip(f"{len(passed)} of {n} tests passed in group {label}{extra}"))
 

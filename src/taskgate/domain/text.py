@@ -181,3 +181,9 @@ def clip_words(text: str, limit: int) -> str:
     if space > 0:
         room = room[:space]
     return room.rstrip(" ,;:") + "…"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """`n` and the noun for it: "1 task", "2 tasks", "0 tasks" (`many` for an irregular plural:
+    "1 criterion", "3 criteria")."""
+    return f"{n} {one if n == 1 else many or one + 's'}"

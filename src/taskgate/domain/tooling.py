@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from taskgate.domain.outcome import CheckResult
+    from taskgate.domain.run_report import CheckResult
     from taskgate.domain.verifier_config import VerifierConfig
 
 # dash answers 127 for a file on PATH it may not execute, too ("Permission denied").

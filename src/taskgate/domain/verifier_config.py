@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskgate.domain.baseline import valid_glob
+from taskgate.domain.check_names import FALLBACK, drafted_name
 from taskgate.domain.screen import RULES as SCREEN_RULES
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -224,43 +225,51 @@ class VerifierConfig(BaseModel):
 # Where common runners write a JUnit report when told on their command line (or environment).
 _REPORT_FLAGS = (
     re.compile(r"--junit-?xml[= ](?P<path>\S+)"),  # pytest
-    re.compile(r"--test-reporter-destination[= ](?P<path>\S+)"),  # node --test
     re.compile(r"--outputFile(?:\.junit)?[= ](?P<path>\S+)"),  # vitest
     re.compile(r"JEST_JUNIT_OUTPUT_FILE=(?P<path>\S+)"),  # jest-junit
     re.compile(r"LogFilePath=(?P<path>[^;\"'\s]+)"),  # dotnet test --logger "junit;LogFilePath=..."
 )
-_NAME_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 def _check_name(command: str, taken: set[str]) -> str:
-    """A readable, unique check name from a command's leading words (`npm test` -> npm-test)."""
-    words = [w for w in command.split() if "=" not in w or w.startswith("-")]
-    # `python3 -m pytest ...` is named for the module it runs, not for the interpreter
-    if len(words) > 2 and re.fullmatch(r"python[0-9.]*", words[0]) and words[1] == "-m":
-        words = words[2:]
-    lead: list[str] = []
-    for w in words:
-        if w.startswith("-") or not _NAME_WORD.match(w) or len(lead) == 3:
-            break
-        lead.append(w)
-    base = ("-".join(lead) or "check")[:60]
+    """A unique check name for `command`: what it runs (check_names.py), numbered when two
+    checks run the same thing (`pytest`, `pytest-2`)."""
+    base = drafted_name(command)
     name, n = base, 2
     while name in taken or not CHECK_NAME_RE.match(name):
         name, n = f"{base}-{n}", n + 1
         if not CHECK_NAME_RE.match(name):
-            base, name = "check", f"check-{n}"
+            base, name = FALLBACK, f"{FALLBACK}-{n}"
     return name
 
 
+_NODE_REPORTER = re.compile(r"--test-reporter(?P<dest>-destination)?[= ](?P<value>\S+)")
+
+
+def _node_junit(command: str) -> str | None:
+    """Where `node --test` writes its JUnit report: its reporters and their destinations pair up
+    in order (`--test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit
+    --test-reporter-destination=reports/junit.xml`), so the junit one's, not the first one's."""
+    reporters: list[str] = []
+    destinations: list[str] = []
+    for m in _NODE_REPORTER.finditer(command):
+        (destinations if m.group("dest") else reporters).append(m.group("value").strip("'\""))
+    if "junit" not in reporters:
+        return None
+    at = reporters.index("junit")
+    return destinations[at] if at < len(destinations) else None
+
+
 def _report_of(command: str) -> ReportSpec | None:
-    for flag in _REPORT_FLAGS:
-        m = flag.search(command)
-        if m is not None:
-            try:
-                return ReportSpec(path=m.group("path").strip("'\""), format="junit")
-            except ValueError:
-                return None  # an absolute or escaping path: a human must choose one
-    return None
+    found = [m.group("path") for flag in _REPORT_FLAGS if (m := flag.search(command)) is not None]
+    paths = [_node_junit(command), *found]
+    path = next((p.strip("'\"") for p in paths if p is not None), None)
+    if path is None or path in ("stdout", "stderr"):
+        return None
+    try:
+        return ReportSpec(path=path, format="junit")
+    except ValueError:
+        return None  # an absolute or escaping path: a human must choose one
 
 
 def draft_from_commands(commands: list[str]) -> tuple[VerifierConfig, list[str]]:
@@ -284,6 +293,38 @@ def draft_from_commands(commands: list[str]) -> tuple[VerifierConfig, list[str]]
                 f"check {name!r} writes no report the draft could find; test criteria need one: "
                 'add "report": {"path": "<file in the checkout>", "format": "junit" or "json"}'
             )
-    if not checks:
+    for name, check in checks.items():
+        if _junit_only_node(check.command):
+            notes.append(
+                f"check {name!r} gives node --test only a JUnit reporter, so its output is empty and "
+                "a failure shows no message to read: add --test-reporter=spec "
+                "--test-reporter-destination=stdout beside it"
+            )
+    if checks:
+        notes.append(
+            'Each check\'s name (its key under "checks") is what findings and the board call it: '
+            f"rename it here if {', '.join(repr(n) for n in checks)} says less than you want."
+        )
+        notes.append(UNSET_NOTE)
+    else:
         notes.append("the project has no verification commands: write the checks yourself")
     return VerifierConfig(checks=checks), notes
+
+
+# What a draft leaves to the repository, said once for the fields a draft prints as null.
+UNSET_NOTE = (
+    '"base_branch": null and "merge": null leave both to the repository: submissions are judged '
+    "against main if it has that branch, else its HEAD branch, and the checks run on each "
+    "submission merged onto that branch's tip (on the commit alone when the repository has no such "
+    'branch). Set "base_branch": "<branch>", or "merge": "merge", "rebase" or "none", to choose.'
+)
+_REPORTERS = re.compile(r"--test-reporter[= ](?P<name>\S+)")
+
+
+def _junit_only_node(command: str) -> bool:
+    """`node --test` told to write JUnit and nothing else: every reporter goes to a file, and a
+    person reading the check's output finds nothing."""
+    if "--test" not in command.split():
+        return False
+    reporters = [m.group("name").strip("'\"") for m in _REPORTERS.finditer(command)]
+    return bool(reporters) and all(r == "junit" for r in reporters)

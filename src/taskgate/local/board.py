@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from taskgate.domain.errors import ErrorCode, TaskgateError, not_found
+from taskgate.local.refusals import refuse
 from taskgate.local.signin import CODE_TTL_S, SignIn
 
 Send = Callable[[dict[str, Any]], Any]
@@ -34,6 +36,8 @@ CSP = "; ".join(
         "trusted-types 'none'",
     ]
 )
+NO_STORE = (b"cache-control", b"no-store")  # sign-in answers and refusals: never kept
+_ALLOW_POST = (b"allow", b"POST")
 STATIC_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -65,24 +69,23 @@ class Board:
         self, send: Send, method: str, path: str, headers: Mapping[str, str], body: bytes
     ) -> None:
         if self.sign_in is None or path not in (SIGN_IN, SIGN_IN_LINK):
-            await _json(send, 404, {"code": "E_NOT_FOUND", "message": f"{path} not found"})
+            await refuse(send, not_found(path), NO_STORE)
             return
         if method != "POST":
-            await _json(send, 405, {"code": "E_VALIDATION", "message": "use POST"})
+            await refuse(send, TaskgateError(ErrorCode.METHOD_NOT_ALLOWED, "use POST"), NO_STORE, _ALLOW_POST)
             return
         host = headers.get("host", "")
         origin = headers.get("origin")
         if origin is not None and origin != f"http://{host}":
             # A page of another origin has no business here (it could not read the answer
             # anyway, but it must not use up a code either).
-            await _json(send, 403, {"code": "E_FORBIDDEN", "message": "cross-origin sign-in refused"})
+            await refuse(send, TaskgateError(ErrorCode.FORBIDDEN, "cross-origin sign-in refused"), NO_STORE)
             return
         if path == SIGN_IN_LINK:
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or not self.sign_in.is_admin(token.strip()):
-                await _json(
-                    send, 401, {"code": "E_UNAUTHORIZED", "message": "send the admin token as a Bearer token"}
-                )
+                refusal = TaskgateError(ErrorCode.UNAUTHORIZED, "send the admin token as a Bearer token")
+                await refuse(send, refusal, NO_STORE)
                 return
             url = sign_in_url(f"http://{host}", self.sign_in.mint())
             await _json(send, 201, {"url": url, "expires_in": CODE_TTL_S})
@@ -95,19 +98,17 @@ class Board:
         if isinstance(pasted, str):
             granted = self.sign_in.exchange(pasted.strip())
             if granted is None:
-                await _json(send, 401, {"code": "E_UNAUTHORIZED", "message": "that is not the admin token"})
+                refusal = TaskgateError(ErrorCode.UNAUTHORIZED, "that is not the admin token")
+                await refuse(send, refusal, NO_STORE)
                 return
         else:
             granted = self.sign_in.redeem(code) if isinstance(code, str) else None
         if granted is None:
-            await _json(
+            await refuse(
                 send,
-                401,
-                {
-                    "code": "E_UNAUTHORIZED",
-                    "message": self.sign_in.why_not(code),
-                    "hint": "Run `taskgate board` for a fresh link, or sign in with the admin token.",
-                },
+                TaskgateError(ErrorCode.UNAUTHORIZED, self.sign_in.why_not(code)),
+                NO_STORE,
+                hint="Run `taskgate board` for a fresh link, or sign in with the admin token.",
             )
             return
         await _json(send, 200, {"token": granted})
@@ -130,7 +131,8 @@ class Board:
 
     async def static(self, send: Send, method: str, path: str) -> None:
         if method not in ("GET", "HEAD"):
-            await _json(send, 405, {"code": "E_VALIDATION", "message": "method not allowed"})
+            refusal = TaskgateError(ErrorCode.METHOD_NOT_ALLOWED, "method not allowed: use GET or HEAD")
+            await refuse(send, refusal, NO_STORE, (b"allow", b"GET, HEAD"))
             return
         root = self.web_root.resolve()
         target = (root / path.lstrip("/")).resolve()
@@ -141,7 +143,7 @@ class Board:
             await _respond(send, 200, "application/json", LOCAL_CONFIG, method)
             return
         if not target.is_relative_to(root) or not target.is_file():
-            await _json(send, 404, {"code": "E_NOT_FOUND", "message": f"{path} not found"})
+            await refuse(send, not_found(path), NO_STORE)
             return
         ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
         await _respond(send, 200, ctype, target.read_bytes(), method)
@@ -164,7 +166,7 @@ async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(payload)).encode()),
-        (b"cache-control", b"no-store"),
+        NO_STORE,
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

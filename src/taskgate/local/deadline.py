@@ -4,21 +4,24 @@ uvicorn times out idle keep-alive connections but not a request whose body trick
 arrives: each such request would hold a connection (and a task) forever. API Gateway ends them
 for the cloud; locally this middleware does. Hand-written because it is ours to decide: the body
 is read whole within `seconds` (and at most `max_bytes`), then handed to the app as if it had
-just arrived; too slow answers 408, too large 413, both in taskgate's JSON error shape.
+just arrived; too slow answers E_TIMEOUT, too large E_TOO_LARGE (refusals.py: the error table's
+408 and 413).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taskgate.asgi import replaying
+from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.local.refusals import refuse
 
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
+_CLOSE = (b"connection", b"close")  # what the client sent after its request cannot be read
 DRAIN_FACTOR = 64  # how much of a body over the limit is read (and dropped) to answer its sender
 
 
@@ -49,26 +52,17 @@ class BodyDeadline:
                     if size > self.max_bytes:
                         # Read the rest (up to DRAIN_FACTOR times the limit, within the same
                         # deadline) before answering: a client still sending when the server
-                        # closes gets a connection reset, never the 413 that says why.
+                        # closes gets a connection reset, never the refusal that says why.
                         while not done and size <= self.max_bytes * DRAIN_FACTOR:
                             message = await receive()
                             size += len(message.get("body", b""))
                             done = message["type"] != "http.request" or not message.get("more_body", False)
-                        await _refuse(send, 413, f"request body over {self.max_bytes} bytes")
+                        too_large = f"request body over {self.max_bytes} bytes"
+                        await refuse(send, TaskgateError(ErrorCode.TOO_LARGE, too_large), _CLOSE)
                         return
                     chunks.append(chunk)
         except TimeoutError:
-            await _refuse(send, 408, f"the request body did not arrive within {self.seconds:g} s")
+            too_slow = f"the request body did not arrive within {self.seconds:g} s"
+            await refuse(send, TaskgateError(ErrorCode.TIMEOUT, too_slow), _CLOSE)
             return
         await self.app(scope, replaying(b"".join(chunks), receive), send)
-
-
-async def _refuse(send: Send, status: int, message: str) -> None:
-    payload = json.dumps({"code": "E_VALIDATION", "message": message}, separators=(",", ":")).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode()),
-        (b"connection", b"close"),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})

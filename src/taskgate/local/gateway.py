@@ -20,8 +20,10 @@ from urllib.parse import parse_qsl
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.local.board import Board
 from taskgate.local.events import from_response, to_event
+from taskgate.local.refusals import refuse
 from taskgate.local.signin import SignIn
 from taskgate.service.wakeups import Signal
 
@@ -172,9 +174,8 @@ class Gateway:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_body:
-                await self._send(
-                    send, 413, {"code": "E_VALIDATION", "message": f"body over {self.max_body} bytes"}
-                )
+                too_large = TaskgateError(ErrorCode.TOO_LARGE, f"request body over {self.max_body} bytes")
+                await refuse(send, too_large)
                 return
         path: str = scope["path"]
         if Board.handles(path):
@@ -223,9 +224,3 @@ class Gateway:
             if left <= 0 or not _no_work(response) or wakeups.closed:
                 return response
             await wakeups.wait_async(seen, left)
-
-    async def _send(self, send: Send, status: int, body: dict[str, Any]) -> None:
-        payload = json.dumps(body).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})

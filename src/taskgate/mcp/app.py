@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskgate import runtime, telemetry
 from taskgate.asgi import replaying
 from taskgate.auth import resolve
-from taskgate.domain.errors import ErrorCode, TaskgateError
+from taskgate.domain.errors import INTERNAL, ErrorCode, TaskgateError
 from taskgate.domain.principals import PrincipalKind
 from taskgate.mcp import identity, workers
 from taskgate.mcp.server import get_server
@@ -51,9 +51,10 @@ def _security(hosts: tuple[str, ...], origins: tuple[str, ...]) -> TransportSecu
     )
 
 
-def _error(exc: TaskgateError, status: int, headers: Mapping[str, str] | None = None) -> JSONResponse:
+def _error(exc: TaskgateError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """A refusal in taskgate's shape, with the status the error table gives its code."""
     telemetry.count(Metric.REFUSALS, code=exc.code.value)
-    return JSONResponse({**exc.to_dict(), "hint": exc.hint}, status_code=status, headers=headers)
+    return JSONResponse({**exc.to_dict(), "hint": exc.hint}, status_code=exc.status, headers=headers)
 
 
 def _rpc_error(message: str, status: int = 400, **data: Any) -> JSONResponse:
@@ -138,7 +139,19 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-_CODE_BY_STATUS = {401: ErrorCode.UNAUTHORIZED, 403: ErrorCode.FORBIDDEN, 404: ErrorCode.NOT_FOUND}
+# The SDK transport's plain-text refusals, by their status: what each means in the error table.
+# Its one plain 400 is "Invalid Content-Type header" (its JSON-RPC refusals are JSON already).
+_CODE_BY_STATUS = {
+    400: ErrorCode.NOT_JSON,
+    401: ErrorCode.UNAUTHORIZED,
+    403: ErrorCode.FORBIDDEN,
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    406: ErrorCode.NOT_ACCEPTABLE,
+    413: ErrorCode.TOO_LARGE,
+    415: ErrorCode.NOT_JSON,
+    421: ErrorCode.WRONG_HOST,
+}
 
 
 def coded_errors(send: Send) -> Send:
@@ -161,10 +174,13 @@ def coded_errors(send: Send) -> Send:
         if message.get("more_body", False):
             return
         status = held["status"]
-        code = _CODE_BY_STATUS.get(status, ErrorCode.VALIDATION)
-        refusal = TaskgateError(code, text.decode("utf-8", "replace").strip() or f"HTTP {status}")
-        response = _error(refusal, status)
-        await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+        said = text.decode("utf-8", "replace").strip() or f"HTTP {status}"
+        if status >= 500:  # a failure on our side, not a refusal: no code a client acts on
+            response = JSONResponse({"code": INTERNAL, "message": said}, status_code=status)
+        else:
+            response = _error(TaskgateError(_CODE_BY_STATUS.get(status, ErrorCode.VALIDATION), said))
+        start = {"type": "http.response.start", "status": response.status_code}
+        await send({**start, "headers": response.raw_headers})
         await send({"type": "http.response.body", "body": response.body})
 
     return wrapped
@@ -198,8 +214,8 @@ class AgentAuth:
             await self.app(scope, receive, send)
             return
         if scope["method"] != "POST":
-            refusal = TaskgateError(ErrorCode.VALIDATION, "this MCP endpoint is stateless: POST only")
-            await _error(refusal, 405, {"Allow": "POST"})(scope, receive, send)
+            refusal = TaskgateError(ErrorCode.METHOD_NOT_ALLOWED, "this MCP endpoint is stateless: POST only")
+            await _error(refusal, {"Allow": "POST"})(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         ctx = runtime.context()
@@ -221,19 +237,19 @@ class AgentAuth:
             if exc.code is not ErrorCode.UNAUTHORIZED:
                 raise
             challenge = 'Bearer error="invalid_token"' if resolve.bearer(headers) else "Bearer"
-            await _error(exc, 401, {"WWW-Authenticate": challenge})(scope, receive, send)
+            await _error(exc, {"WWW-Authenticate": challenge})(scope, receive, send)
             return
         if principal.kind is not PrincipalKind.AGENT:
             refusal = TaskgateError(
                 ErrorCode.FORBIDDEN,
                 f"MCP is for agent keys; {principal.actor} uses the board or the REST API under /api",
             )
-            await _error(refusal, 403)(scope, receive, send)
+            await _error(refusal)(scope, receive, send)
             return
         body = await _read_body(receive, MAX_BODY_BYTES)
         if body is None:
-            refusal = TaskgateError(ErrorCode.VALIDATION, f"request body over {MAX_BODY_BYTES} bytes")
-            await _error(refusal, 413)(scope, receive, send)
+            refusal = TaskgateError(ErrorCode.TOO_LARGE, f"request body over {MAX_BODY_BYTES} bytes")
+            await _error(refusal)(scope, receive, send)
             return
         sent = sum(1 for k, _ in scope["headers"] if k.lower() == _VERSION_KEY)
         refused, body = check_request(headers, body, sent)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from taskgate.domain.commit_ids import Sha
 from taskgate.domain.merging import BaseTip, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     Attempt,
@@ -244,7 +245,7 @@ class BatchQueued(View):
     project: str
     task_ids: list[str] = Field(description="In the order their commits are merged")
     status: str
-    tip: str | None = Field(default=None, description="The base branch's tip as known when it was asked for")
+    tip: Sha | None = Field(default=None, description="The base branch's tip as known when it was asked for")
 
 
 # -- builders ---------------------------------------------------------------------------------

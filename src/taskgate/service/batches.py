@@ -26,9 +26,10 @@ from taskgate.domain.models import (
     Task,
     VerificationRun,
 )
-from taskgate.domain.outcome import CheckResult, CriterionResult, command_criteria_allowed
+from taskgate.domain.outcome import command_criteria_allowed
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting, Principal, PrincipalKind, Via
+from taskgate.domain.run_report import CheckResult, CriterionResult
 from taskgate.domain.specs import criteria_of
 from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.service import records, review

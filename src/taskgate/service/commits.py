@@ -16,7 +16,7 @@ import os
 import subprocess
 from typing import Literal
 
-from taskgate.domain.commit_ids import FULL_COMMIT, GitQuery, resolve_prefix
+from taskgate.domain.commit_ids import GitQuery, is_full, resolve_prefix
 from taskgate.domain.models import ClaimTip
 from taskgate.domain.repos import is_remote
 
@@ -89,7 +89,7 @@ def base_tip(repo: str, choice: str | None) -> ClaimTip | None:
             if not name or name.startswith("-"):
                 continue
             tip = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{name}^{{commit}}")
-            if tip and FULL_COMMIT.match(tip.strip()):
+            if tip and is_full(tip.strip()):
                 return ClaimTip(branch=name, commit=tip.strip())
     except _CannotRun:
         return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskgate import telemetry
 from taskgate.domain import chain
-from taskgate.domain.clock import Clock, SystemClock
+from taskgate.domain.clock import Clock, SystemClock, SystemTiming, Timing
 from taskgate.domain.entropy import Entropy, SystemEntropy
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
 from taskgate.domain.ids import parse_spec_id
@@ -74,6 +73,9 @@ class Context:
     # Where keys, claim tokens, run ids and claim-next picks draw their randomness: the OS's in
     # use; a seeded one makes a test or a model run repeatable (domain/entropy.py).
     entropy: Entropy = field(default_factory=SystemEntropy)
+    # Elapsed time and pauses for the waits a use case makes (retries after lost races): the
+    # system's in use; a test gives one whose pauses take no time (domain/clock.py).
+    timing: Timing = field(default_factory=SystemTiming)
 
     # -- commits -----------------------------------------------------------------------------
 
@@ -108,7 +110,7 @@ class Context:
             return attempt()
         token = _retrying.set(True)
         try:
-            deadline = time.monotonic() + RETRY_BUDGET_S
+            deadline = self.timing.monotonic() + RETRY_BUDGET_S
             for n in range(tries):
                 try:
                     return attempt()
@@ -116,9 +118,9 @@ class Context:
                     if exc.code is not ErrorCode.CONFLICT or n == tries - 1:
                         raise
                     pause = random.uniform(0, 0.002 * (n + 1))
-                    if time.monotonic() + pause > deadline:
+                    if self.timing.monotonic() + pause > deadline:
                         raise
-                    time.sleep(pause)
+                    self.timing.sleep(pause)
             raise AssertionError("unreachable")
         finally:
             _retrying.reset(token)

@@ -61,7 +61,8 @@ def create(
         if verifier_kind is not None:
             raise invalid("verifier_kind is for verifier keys")
         role = role or AgentRole.EXECUTOR
-        for d in delegations or []:
+        delegations = [d.strip().lower() for d in delegations or []]  # one spelling per person
+        for d in delegations:
             if not d.startswith("human:") or not ACTOR_RE.match(d):
                 raise invalid(f"delegation {d!r} must be 'human:<name>'")
         prefix = secrets.AGENT_PREFIX

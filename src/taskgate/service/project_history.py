@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 from taskgate.domain.errors import invalid
+from taskgate.service import records
 from taskgate.service.context import Context
 from taskgate.store import cursor as cursors
 from taskgate.store.port import Item, Page
@@ -27,7 +28,7 @@ _RACE_SLACK = 16
 
 
 def partition(project: str) -> str:
-    return f"PH#{project}"
+    return records.project_history_pk(project)
 
 
 def page(ctx: Context, project: str, *, limit: int, cursor: str | None) -> tuple[list[Item], str | None]:

@@ -1,25 +1,8 @@
 """Where each record lives in the store: key shapes and index keys, one place for both adapters.
 
-P#<project>   PROJECT              project settings
-P#<project>   COUNTER              next numbers for tasks, specs, decisions
-P#<project>   SPEC#<n:08>          spec
-P#<project>   TASK#<n:08>          task (QUEUE index: Q#<status>#<project>)
-P#<project>   DEC#<n:08>           decision
-P#<project>   CASCADE#SPEC#<n:08>  whether the cascade of spec n's last change is still pending
-P#<project>   REQ#<actor>#<id>     a create's client request id, and what it created
-P#<project>   REF#<hash>           the tasks and specs listed as holding one test/command ref (refs.py)
-P#<project>   TASKS-OF#SPEC#<n:08> the tasks created under spec n (refs.py)
-P#<project>   BASE-MOVED           the base branch's last move (staleness.py): the stream's signal
-PROJECTS      <project>            directory entry, for listing projects
-PH#<project>  <time>#<rand>        project history
-T#<task id>   H#<time>#<rand>      task history
-T#<task id>   N#<time>#<rand>      note
-T#<task id>   NOTES                how many notes the task has (for the cap)
-T#<task id>   R#<time>#<run id>    verification run
-T#<task id>   A#<seq:08>           a signed statement of an acceptance (a run's sits on the run)
-KEYS          <credential id>      credential (LOOKUP index: KH#<key hash>)
-IMAGES        <image reference>    the task definition registered for a verifier image (cloud)
-DRAIN#<project> SLOT#<n:02>        a cloud verifier task draining the project's queue (leased)
+Every key is built by a `*_key` function here (a partition alone by a `*_pk` one);
+docs/architecture.md ("The store") tables them, and tests/unit/test_architecture_doc.py checks
+the table against these functions.
 """
 
 from __future__ import annotations
@@ -38,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from taskgate.domain import chain
 from taskgate.domain.clock import iso
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import (
@@ -297,11 +281,24 @@ def credential_item(c: Credential) -> Item:
     return Item(pk, sk, _body(c), _next(c.version), {IndexName.LOOKUP: (key_hash_pk(c.key_hash), "KEY")})
 
 
+def history_key(task_id: str, seq: int) -> tuple[str, str]:
+    """A task's event, keyed by the task version it was committed with: ordered, and unique by
+    construction."""
+    return (task_pk(task_id), chain.event_sk(seq))
+
+
+def project_history_pk(project: str) -> str:
+    return f"PH#{project}"
+
+
+def project_history_key(project: str, at: datetime) -> tuple[str, str]:
+    return (project_history_pk(project), stamp(at))
+
+
 def event_item(e: HistoryEvent) -> Item:
     if e.task_id is not None:
-        # Keyed by the task version it was committed with: ordered, and unique by construction.
-        return Item(task_pk(e.task_id), f"H#{e.seq:08d}", _body(e))
-    return Item(f"PH#{e.project}", stamp(e.at), _body(e))
+        return Item(*history_key(e.task_id, e.seq), _body(e))
+    return Item(*project_history_key(e.project, e.at), _body(e))
 
 
 def attestation_key(task_id: str, seq: int) -> tuple[str, str]:
@@ -353,8 +350,12 @@ def _loaded_envelope(env: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def note_key(task_id: str, at: datetime) -> tuple[str, str]:
+    return (task_pk(task_id), f"N#{stamp(at)}")
+
+
 def note_item(n: Note) -> Item:
-    return Item(task_pk(n.task_id), f"N#{stamp(n.at)}", _body(n))
+    return Item(*note_key(n.task_id, n.at), _body(n))
 
 
 RUN_PREFIX = "R#"  # a task's verification runs, in its own partition
@@ -378,10 +379,6 @@ def image_key(image: str) -> tuple[str, str]:
 
 def drain_key(project: str, slot: int) -> tuple[str, str]:
     return (f"DRAIN#{project}", f"SLOT#{slot:02d}")
-
-
-def dispatch_key(task_id: str, attempt: int, version: int) -> tuple[str, str]:
-    return (task_pk(task_id), f"D#{attempt:04d}#{version:08d}")
 
 
 def batch_key(project: str, batch_id: str) -> tuple[str, str]:

@@ -149,7 +149,7 @@ def breaks_on_new_base(ctx: Context, task: Task, base: MergedBase | None, summar
         named.append(f"{t.id} ({sha})")
     more = len(gained) - len(named)
     was = held_for(task.verified_base)
-    text = f"breaks on the new base ({held_for(base)}; it was verified on {was.removeprefix('the commit ')})"
+    text = f"breaks on the new base ({held_for(base)}; it was verified on {was})"
     if named:
         text += "; accepted since: " + ", ".join(named) + (f" and {more} more" if more > 0 else "")
     return f"{text}: {summary}"
@@ -170,4 +170,4 @@ def accept_warning(project: Project, task: Task) -> str:
     """What accepting a stale task says."""
     known = project.base_tip
     now = f"{known.branch} is at {known.tip[:12]} now" if known is not None else "the base has moved"
-    return f"{task.id} was verified on {held_for(task.verified_base).removeprefix('the commit ')}, and {now}: its verdict is stale"
+    return f"{task.id} was verified on {held_for(task.verified_base)}, and {now}: its verdict is stale"

@@ -11,12 +11,12 @@ from typing import Any
 from taskgate.domain import baseline as baseline_rules
 from taskgate.domain import commit_ids
 from taskgate.domain import outcome as rules
-from taskgate.domain.baseline import BaselineEvidence, check_commands, protect_globs
+from taskgate.domain.baseline import check_commands, protect_globs
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action
-from taskgate.domain.merging import MergeConflict, MergedBase, conflict_summary
+from taskgate.domain.merging import MergeConflict, conflict_summary
 from taskgate.domain.models import (
     Attempt,
     CriterionKind,
@@ -32,6 +32,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
+from taskgate.domain.run_report import CriterionResult, HiddenRun, RunReport
 from taskgate.domain.specs import criteria_of
 from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.service import attestations, records, staleness
@@ -397,7 +398,7 @@ def waiting(ctx: Context, who: Acting, project: str | None = None) -> list[Task]
 
 
 def record_review(
-    ctx: Context, who: Acting, task_id: str, run_id: str, results: dict[str, rules.CriterionResult]
+    ctx: Context, who: Acting, task_id: str, run_id: str, results: dict[str, CriterionResult]
 ) -> VerificationRun:
     """The reviewer's judgement on review criteria, kept on the run until it finishes."""
     project_name, _ = parse_task_id(task_id)
@@ -418,7 +419,7 @@ def record_review(
 MESSAGE_CHARS = 2000
 
 
-def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
+def _kept(r: CriterionResult) -> CriterionResult:
     """A criterion's evidence as it is stored: plain text, clipped."""
     return r.model_copy(
         update={
@@ -437,7 +438,7 @@ def _kept(r: rules.CriterionResult) -> rules.CriterionResult:
     )
 
 
-def _hidden_kept(hidden: rules.HiddenRun | None) -> dict[str, Any] | None:
+def _hidden_kept(hidden: HiddenRun | None) -> dict[str, Any] | None:
     """What a run keeps of its hidden tests: their commit and counts, and the failing ones only
     as the verifier revealed them (it sent no more)."""
     if hidden is None:
@@ -467,42 +468,30 @@ def _live(ctx: Context, task_id: str, run_id: str) -> tuple[VerificationRun, Tas
 
 
 def finish(
-    ctx: Context,
-    who: Acting,
-    task_id: str,
-    run_id: str,
-    *,
-    checks: dict[str, rules.CheckResult],
-    results: dict[str, rules.CriterionResult],
-    error: str | None = None,
-    commit_missing: bool = False,
-    commit: str | None = None,
-    hidden: rules.HiddenRun | None = None,
-    screened: list[rules.ScreenHit] | None = None,
-    baseline: BaselineEvidence | None = None,
-    base: MergedBase | None = None,
-    conflict: MergeConflict | None = None,
+    ctx: Context, who: Acting, task_id: str, run_id: str, report: RunReport
 ) -> tuple[VerificationRun, Task]:
-    """Record a run's evidence; the server decides passed, failed, error or spec error and moves
-    the task. `commit_missing`: the verifier fetched the project's repository and the submitted
-    commit is not in it (nothing ran). `commit`: the full commit the verifier checked out; it
-    must extend the submitted one, and is kept on the run and its submission, and signed.
-    `hidden`: what the config's hidden tests did; `screened`: the screen's hits in the lines the
-    submission adds. Both are kept on the run and signed. `baseline`: what the submission changed
-    against its baseline, kept on the run and signed; a change to a protected path no human
-    allowed holds the task for a person."""
+    """Record a run's report; the server decides passed, failed, error or spec error and moves
+    the task. The report's `commit_missing`: the verifier fetched the project's repository and
+    the submitted commit is not in it (nothing ran). `commit`: the full commit the verifier
+    checked out; it must extend the submitted one, and is kept on the run and its submission,
+    and signed. `hidden_tests` and `screened` (the screen's hits in the lines the submission
+    adds) are kept on the run and signed. `baseline`: what the submission changed against its
+    baseline, kept on the run and signed; a change to a protected path no human allowed holds
+    the task for a person."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
     run, task, criteria = _live(ctx, task_id, run_id)
     if run.credential_id != who.credential_id:
         raise TaskgateError(ErrorCode.FORBIDDEN, f"run {run_id} was started under another verifier key")
+    checks, results, error, commit = report.checks, report.results, report.error, report.commit
+    commit_missing, base, conflict = report.commit_missing, report.base, report.conflict
     kinds = {c.id: c.kind for c in criteria}
     review = sorted(cid for cid in results if kinds.get(cid) is CriterionKind.REVIEW)
     if review:
         raise invalid(f"review criteria are judged by the reviewer key, not here: {', '.join(review)}")
     if len(checks) > MAX_CHECKS:
         raise invalid(f"at most {MAX_CHECKS} checks per run")
-    if commit_missing and (checks or results or error or commit or baseline):
+    if commit_missing and (checks or results or error or commit or report.baseline):
         raise invalid(
             "a run whose commit is missing ran nothing: send no checks, results, error, commit or "
             "baseline with it"
@@ -518,7 +507,7 @@ def finish(
             )
         return _conflicted(ctx, who, task, run, conflict, commit)
     held = {c.id for c in criteria}
-    merged = {cid: rules.CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
+    merged = {cid: CriterionResult.model_validate(r) for cid, r in run.evidence.items()}
     merged.update(results)
     # Keep what is stored small: the tail of each output and the head of each detail is enough
     # for findings, and the run must stay one item. Whatever sent it, stored text is plain: no
@@ -534,17 +523,12 @@ def finish(
     cfg = project.verifier_config
     allowed = task.allowed if task.allowed is not None and task.allowed.commit_sha == run.commit_sha else None
     verdict = rules.decide(
+        report.model_copy(update={"checks": checks, "results": merged, "error": error}),
         criteria=criteria,
         spec=spec,
-        checks=checks,
-        results=merged,
         submission=submission,
         config=cfg,
-        error=error,
-        missing_commit=(run.commit_sha, project.repo) if commit_missing else None,
-        hidden=hidden,
-        screened=screened,
-        baseline=baseline,
+        fetched=(run.commit_sha, project.repo),
         allowed=allowed.paths if allowed is not None else (),
         allowed_criteria=allowed.criteria if allowed is not None else (),
     )
@@ -609,6 +593,7 @@ def finish(
         )
         new = new.model_copy(update={"needs_human": held_for})
     kept_baseline = None
+    baseline = report.baseline
     if baseline is not None:
         commands = check_commands([c.command for c in cfg.checks.values()], baseline) if cfg else []
         globs = protect_globs(cfg.protect, commands) if cfg else []
@@ -624,9 +609,9 @@ def finish(
             "checks": {n: c.model_dump(mode="json") for n, c in checks.items()},
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
             "resolved_commit": commit,
-            "hidden_tests": _hidden_kept(hidden),
+            "hidden_tests": _hidden_kept(report.hidden_tests),
             "screened": [
-                h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in screened or []
+                h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in report.screened
             ],
             "baseline": kept_baseline,
         }
@@ -643,7 +628,7 @@ def _conflicted(
     project = ctx.project(task.project)
     spec = ctx.spec(task.project, task.spec_id) if task.spec_id else None
     now = ctx.clock.now()
-    summary = conflict_summary(commit or run.commit_sha, conflict)
+    summary = conflict_summary(commit or run.commit_sha, conflict, project.repo)
     finding = Finding(
         attempt=run.attempt,
         source=FindingSource.VERIFIER,

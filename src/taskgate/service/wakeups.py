@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
+from taskgate.domain.clock import SystemTiming, Timing
 from taskgate.store.port import Op, Put
 
 # The longest wait a work request may ask for: under API Gateway's 29 s integration timeout,
@@ -54,8 +55,9 @@ class Polling:
 
     host_waits = False
 
-    def __init__(self, step_s: float = POLL_STEP_S) -> None:
+    def __init__(self, step_s: float = POLL_STEP_S, timing: Timing | None = None) -> None:
         self.step_s = step_s
+        self.timing = timing or SystemTiming()
 
     def generation(self) -> int:
         return 0
@@ -64,7 +66,7 @@ class Polling:
         return None
 
     def wait(self, seen: int, timeout_s: float) -> None:
-        time.sleep(max(0.0, min(self.step_s, timeout_s)))
+        self.timing.sleep(max(0.0, min(self.step_s, timeout_s)))
 
 
 class Signal:

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taskgate.domain.models import Criterion, CriterionKind
-from taskgate.domain.outcome import CheckResult, CriterionResult
+from taskgate.domain.run_report import CheckResult, CriterionResult
 from taskgate.domain.verifier_config import VerifierConfig
+from taskgate.verifier.checking import clear_reports, criteria_evidence, read_reports, run_checks
 from taskgate.verifier.checkout import Checkout, CheckoutError, CommitMissing, checkout
-from taskgate.verifier.run import Gathered, RunError, Runner
+from taskgate.verifier.state import RunError, Verifier
+from taskgate.verifier.steps.commands import run_commands
 
 # The verifier's merge commits are made in a checkout that is thrown away; they need an identity,
 # and should never be mistaken for anyone's work.
@@ -54,8 +56,8 @@ class BatchGathered:
         }
 
 
-@dataclass
-class BatchRunner(Runner):
+@dataclass(frozen=True)
+class BatchRunner(Verifier):
     def run_batch(self, work: dict[str, Any]) -> BatchGathered:
         out = BatchGathered()
         try:
@@ -91,20 +93,19 @@ class BatchRunner(Runner):
             self.progress(
                 f"merged {', '.join(t['task_id'] for t in tasks)} onto {tip[:12]}, tree {out.tree[:12]}"
             )
-            committed = self._clear_reports(cfg, co)
+            committed = clear_reports(self, cfg, co.path)
             dirs = stack.enter_context(self.sandbox.hand_over(co.path))
-            g = Gathered()
-            started = self._checks(cfg, dirs, g)
-            reports = self._reports(cfg, co, g, started, committed)
-            out.checks = g.checks
+            started = run_checks(self, cfg, dirs, out.checks)
+            reports = read_reports(self, cfg, co.path, out.checks, started, committed)
             for t in tasks:
                 held = [Criterion.model_validate(c) for c in t["criteria"]]
-                mine = Gathered()
-                self._test_criteria([c for c in held if c.kind is CriterionKind.TEST], cfg, reports, mine)
+                mine = criteria_evidence(
+                    self, [c for c in held if c.kind is CriterionKind.TEST], cfg, reports
+                )
                 commands = [c for c in held if c.kind is CriterionKind.COMMAND]
                 if commands:
-                    self._commands(commands, cfg, dirs, mine)
-                out.results[t["task_id"]] = mine.results
+                    mine.update(run_commands(self, commands, cfg, dirs))
+                out.results[t["task_id"]] = mine
 
     @contextmanager
     def _checked_out(self, work: dict[str, Any], tasks: list[dict[str, Any]]) -> Iterator[Checkout]:

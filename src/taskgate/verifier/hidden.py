@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskgate.domain.models import FailedTest
-from taskgate.domain.outcome import HiddenRun
 from taskgate.domain.reports import Report, TestOutcome
 from taskgate.domain.repos import is_remote
+from taskgate.domain.run_report import HiddenRun
 from taskgate.domain.verifier_config import HiddenTests
 from taskgate.verifier.checkout import _LOCAL_UPLOAD_PACK, Checkout, CheckoutError, Git
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from taskgate.domain.outcome import CriterionResult, Evidence
+from taskgate.domain.run_report import CriterionResult, Evidence
 
 PROMPT = """\
 You are the reviewer of taskgate, a verification gate for work done by AI coding agents.

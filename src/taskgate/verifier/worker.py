@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from taskgate.cli.client import ApiError, Client
+from taskgate.domain.run_report import RunReport
 from taskgate.domain.verifier_config import IMAGE_VAR
-from taskgate.verifier import tips
+from taskgate.verifier import run, tips
 from taskgate.verifier.batch import BatchRunner
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
 from taskgate.verifier.process import scrubbed_env
-from taskgate.verifier.run import Gathered, Runner
 from taskgate.verifier.sandbox import Sandbox
+from taskgate.verifier.state import Gathered, Verifier
 
 POLL_EVERY_S = 30.0
 DRAIN_IDLE_S = 30.0
@@ -103,7 +104,8 @@ class Finished:
 
     def as_json(self) -> dict[str, Any]:
         g = self.gathered
-        checks_s = sum((c.duration_ms or 0) for c in g.checks.values()) / 1000
+        r = g.report
+        checks_s = sum((c.duration_ms or 0) for c in r.checks.values()) / 1000
         return {
             "task_id": self.task_id,
             "run_id": self.run_id,
@@ -112,16 +114,16 @@ class Finished:
             "task_status": self.task_status,
             "summary": self.summary,
             "needs_human": self.needs_human,
-            "error": g.error,
-            "commit_missing": g.commit_missing,
-            "commit": g.commit,
-            "baseline": g.baseline.model_dump(mode="json", exclude={"diff"}) if g.baseline else None,
-            "base": g.base.model_dump(mode="json") if g.base else None,
-            "conflict": g.conflict.model_dump(mode="json") if g.conflict else None,
-            "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
+            "error": r.error,
+            "commit_missing": r.commit_missing,
+            "commit": r.commit,
+            "baseline": r.baseline.model_dump(mode="json", exclude={"diff"}) if r.baseline else None,
+            "base": r.base.model_dump(mode="json") if r.base else None,
+            "conflict": r.conflict.model_dump(mode="json") if r.conflict else None,
+            "checks": {n: c.model_dump(mode="json") for n, c in r.checks.items()},
             "criteria": {
-                cid: r.model_dump(mode="json", exclude_none=True)
-                for cid, r in {**g.results, **(g.review or {})}.items()
+                cid: c.model_dump(mode="json", exclude_none=True)
+                for cid, c in {**r.results, **(g.review or {})}.items()
             },
             "timings": {f"{k}_s": round(v, 4) for k, v in g.timings.items()}
             | {"total_s": round(self.total_s, 4), "checks_own_s": round(checks_s, 4)},
@@ -379,7 +381,7 @@ class Worker:
         self.say(f"{task_id}: verifying {work['commit_sha'][:12]} (run {run_id})")
         self._about_image(task_id, (work.get("config") or {}).get("image"))
         start_s = time.monotonic() - began
-        runner = Runner(
+        verifier = Verifier(
             env=self.env,
             secrets=self.secrets,
             git_token=self.opts.git_token,
@@ -389,10 +391,10 @@ class Worker:
             cache=self.cache,
         )
         try:
-            gathered = runner.execute(work)
+            gathered = run.execute(verifier, work)
         except KeyboardInterrupt:
             # Ctrl-C: the run ends as an error (no attempt used), its checkout already removed.
-            self._finish(task_id, run_id, Gathered(error=INTERRUPTED), quiet=True)
+            self._finish(task_id, run_id, Gathered(RunReport(error=INTERRUPTED)), quiet=True)
             self.say(f"{task_id}: run ended as an error (interrupted)")
             raise
         needs_human: str | None = None
@@ -506,24 +508,13 @@ class Worker:
 
     def _finish(self, task_id: str, run_id: str, g: Gathered, *, quiet: bool = False) -> dict[str, Any]:
         base = f"/api/verifier/runs/{_path(task_id, run_id)}"
-        if g.review is not None and g.error is None and self.reviewer is not None:
+        if g.review is not None and g.report.error is None and self.reviewer is not None:
             review = {"results": {cid: r.model_dump(mode="json") for cid, r in g.review.items()}}
             try:
                 self._call(self.reviewer, "POST", f"{base}/review", review)
             except (ApiError, Unreachable) as exc:
-                g.error = f"the server refused the reviewer's answer: {exc}"
-        body: dict[str, Any] = {
-            "checks": {n: c.model_dump(mode="json") for n, c in g.checks.items()},
-            "results": {cid: r.model_dump(mode="json") for cid, r in g.results.items()},
-            "error": g.error,
-            **({"commit_missing": True} if g.commit_missing else {}),
-            **({"commit": g.commit} if g.commit else {}),
-            **({"hidden_tests": g.hidden.model_dump(mode="json")} if g.hidden is not None else {}),
-            **({"screened": [h.model_dump(mode="json") for h in g.screened]} if g.screened else {}),
-            **({"baseline": g.baseline.model_dump(mode="json")} if g.baseline is not None else {}),
-            **({"base": g.base.model_dump(mode="json")} if g.base else {}),
-            **({"conflict": g.conflict.model_dump(mode="json")} if g.conflict else {}),
-        }
+                g.report.error = f"the server refused the reviewer's answer: {exc}"
+        body = g.report.model_dump(mode="json")
         for attempt in range(FINISH_TRIES):
             try:
                 out: dict[str, Any] = self._call(self.local, "POST", f"{base}/finish", body)

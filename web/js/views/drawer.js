@@ -130,7 +130,7 @@ function failedHiddenList(f) {
   return h(
     "ul",
     { class: "failed-hidden", "aria-label": "Failing hidden tests" },
-    f.hidden_tests.map((t) => h("li", { class: "failed-hidden-test" }, "hidden test ", h("code", {}, t.name), t.message ? `: ${t.message}` : "")),
+    f.hidden_tests.map((t) => h("li", { class: "failed-hidden-test" }, "hidden test ", h("code", {}, t.name), t.message ? h("pre", { class: "output message" }, t.message) : null)),
   );
 }
 

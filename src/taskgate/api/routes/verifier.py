@@ -98,22 +98,8 @@ def review_run(task_id: str, run_id: str, body: ReviewIn) -> VerificationRun:
     body=True,
 )
 def finish_run(task_id: str, run_id: str, body: FinishIn) -> RunFinished:
-    run, task = verification.finish(
-        runtime.context(),
-        caller(),
-        task_id,
-        run_id,
-        checks=body.checks,
-        results=body.results,
-        error=body.error,
-        commit_missing=body.commit_missing,
-        commit=body.commit,
-        hidden=body.hidden_tests,
-        screened=body.screened,
-        baseline=body.baseline,
-        base=body.base,
-        conflict=body.conflict,
-    )
+    # The body is the run's report (FinishIn is the domain's RunReport, checked as a body).
+    run, task = verification.finish(runtime.context(), caller(), task_id, run_id, body)
     telemetry.count(Metric.VERDICTS, outcome=run.status)
     return RunFinished(run=run, task_status=task.status, needs_human=task.needs_human)
 

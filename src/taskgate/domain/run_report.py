@@ -1,0 +1,176 @@
+"""The verifier's report of one run to the server: one model, sent by the verifier
+(`taskgate verify`), parsed by the REST finish route, and read by the service and the outcome
+rule. What the checks did, the evidence per criterion, and what the verifier found before and
+beside them (the baseline, the merge, the hidden tests, the screen). The server decides from it
+(domain/outcome.py); nothing in it is a verdict.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskgate.domain.baseline import BaselineEvidence
+from taskgate.domain.merging import MergeConflict, MergedBase
+from taskgate.domain.models import FailedTest
+from taskgate.domain.runners import RUNNER_CHARS
+
+
+class Evidence(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIPPED = "skipped"
+    MISSING = "missing"
+    AMBIGUOUS = "ambiguous"
+
+
+class CheckResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # Bounded: it is signed, and RFC 8785 writes no integer past +-(2**53 - 1). A process's exit
+    # status fits 32 bits either way (Linux: 0-255 or minus a signal; Windows: unsigned 32 bits).
+    exit_code: int | None = Field(default=None, ge=-(2**31), le=2**32 - 1)
+    timed_out: bool = False
+    output_tail: str = Field(default="", max_length=20_000)
+    duration_ms: int | None = Field(default=None, ge=0)
+    # The tool its shell could not run (exit 126/127), as the verifier established it.
+    missing_tool: str | None = Field(default=None, min_length=1, max_length=200)
+    # sha256 (lowercase hex) of the report file's bytes as the verifier read and parsed them:
+    # signed with the run, so a report kept elsewhere can be matched to the decision.
+    report_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    # The test runner's version line the check printed (domain/runners.py), e.g.
+    # "pytest 8.3.2 (Python 3.12.3, pluggy 1.5.0)": what the check's output said, signed as such.
+    runner: str | None = Field(default=None, min_length=1, max_length=RUNNER_CHARS, pattern=r"^[ -~]+$")
+    # Why its report is not the check's own: the commit held a file at the report path
+    # ("committed": the verifier deleted it before the check), or the file there was last
+    # written before the check started ("stale": not read).
+    report_problem: Literal["committed", "stale"] | None = None
+    # Failed or errored testcases in its report, and the first few of their names: a check
+    # that exits 0 over them failed all the same.
+    report_failed: int = Field(default=0, ge=0)
+    report_failed_names: list[str] = Field(default_factory=list, max_length=10)
+
+
+class EvidenceSource(BaseModel):
+    """Where a criterion's evidence came from: the check and report a test ref was read from,
+    or the command a command criterion ran."""
+
+    model_config = ConfigDict(extra="forbid")
+    check: str | None = Field(default=None, max_length=64)
+    report: str | None = Field(default=None, max_length=512)
+    ref: str = Field(max_length=4000)
+
+
+class Restored(BaseModel):
+    """A test criterion judged by the baseline's version of its test files: the submission
+    changed test files that exist at the baseline, so the check ran a second time with them
+    restored and the criterion's evidence is that second run's. This is the first run's."""
+
+    model_config = ConfigDict(extra="forbid")
+    files: list[str] = Field(max_length=200)  # the test files restored from the baseline
+    submitted: Evidence  # the criterion's evidence with the submission's own test files
+    submitted_detail: str = Field(default="", max_length=20_000)
+    diff: str = Field(default="", max_length=20_200)  # the restored files' diff, capped
+
+
+class WithoutChange(BaseModel):
+    """A test criterion whose named test the submission wrote (its baseline has none), run on
+    the baseline's code with the submission's test files: the check run a second time with
+    every other changed path as it is at the baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+    result: Evidence  # the criterion's evidence there
+    detail: str = Field(default="", max_length=20_000)
+    files: list[str] = Field(default_factory=list, max_length=2000)  # the submission's test files kept
+
+
+class CriterionResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    result: Evidence
+    detail: str = Field(default="", max_length=20_000)
+    rationale: str | None = Field(default=None, max_length=20_000)
+    source: EvidenceSource | None = None
+    # A failing test criterion's failing tests (the first few of a group), each with its own
+    # message from the report.
+    failures: list[FailedTest] = Field(default_factory=list, max_length=50)
+    # Set when the evidence comes from a second run on the baseline's test files.
+    restored: Restored | None = None
+    # Set when the named test is the submission's own: how it did on the baseline's code.
+    without_change: WithoutChange | None = None
+    # The server's reading: it passed here and on the baseline's code too (no evidence of the change).
+    passes_without_change: bool = False
+
+
+class ScreenHit(BaseModel):
+    """One added line the screen found (domain/screen.py), as the verifier sends it."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=1000)
+    line: int = Field(ge=1, le=10_000_000)
+    rule: str = Field(min_length=1, max_length=40)
+    text: str = Field(max_length=400)
+
+
+class HiddenRun(BaseModel):
+    """What a run's hidden tests did: the commit placed, how many of their testcases the
+    reports held, and the failing ones as the config reveals them (names, or messages)."""
+
+    model_config = ConfigDict(extra="forbid")
+    commit: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+    ran: int = Field(ge=0, le=10_000_000)
+    failed: list[FailedTest] = Field(default_factory=list, max_length=50)
+    failed_count: int = Field(default=0, ge=0, le=10_000_000)
+
+
+MAX_SCREENED = 200
+
+
+class RunReport(BaseModel):
+    """One run's report, as the verifier sends it. A run that found its commit missing, or a
+    merge conflict, ran nothing and says only that."""
+
+    model_config = ConfigDict(extra="forbid")
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    results: dict[str, CriterionResult] = Field(default_factory=dict)
+    error: str | None = None
+    commit_missing: bool = Field(
+        default=False,
+        description="The repository was fetched and the submitted commit is not in it: nothing "
+        "ran. The run fails (the executor must push it); a fetch that failed is an error instead.",
+    )
+    commit: str | None = Field(
+        default=None,
+        max_length=200,  # bounded; the service says what a full commit is
+        description="The full commit the verifier checked out (`git rev-parse HEAD`: 40 or 64 "
+        "lowercase hex digits), which must start with the submitted one (an agent may submit an "
+        "abbreviation). Signed statements name it as the subject's gitCommit.",
+    )
+    hidden_tests: HiddenRun | None = Field(
+        default=None,
+        description="What the verifier config's hidden tests did: the commit placed, how many ran, "
+        "the failing ones (names, or with messages under reveal: messages). Required when the "
+        "config names hidden tests.",
+    )
+    screened: list[ScreenHit] = Field(
+        default_factory=list,
+        max_length=MAX_SCREENED,
+        description="Lines the submission adds that read or end their grader (the screen's hits): "
+        "the run goes to a human.",
+    )
+    baseline: BaselineEvidence | None = Field(
+        default=None,
+        description="What the submission changes against its baseline (the merge-base with the "
+        "base branch): kept on the run, signed (its commit and a digest of the changed paths); a "
+        "change to a protected path no human allowed holds the task for a person.",
+    )
+    base: MergedBase | None = Field(
+        default=None,
+        description="What the checks ran on: the submission merged (or rebased) onto this tip of "
+        "the base branch, and the merge's tree id; mode none: the commit alone. Signed with the run.",
+    )
+    conflict: MergeConflict | None = Field(
+        default=None,
+        description="The submission did not merge onto the base tip: nothing ran. The task goes "
+        "back to ready without using an attempt (send no checks, results, error or base with it).",
+    )
