@@ -156,6 +156,7 @@ def lambda_env(name: str, task_root: str, path: list[str]) -> dict[str, str]:
         "TASKGATE_ECS_CLUSTER": "taskgate-bench",
         "TASKGATE_ECS_TASK_DEFINITION": "arn:aws:ecs:us-east-1:123456789012:task-definition/bench:1",
         "TASKGATE_ECS_SUBNETS": "subnet-00000000",
+        "TASKGATE_VERIFIER_SERVER": "https://taskgate-bench.example.com",
         "POWERTOOLS_SERVICE_NAME": "taskgate",
         "POWERTOOLS_METRICS_NAMESPACE": "taskgate",
     }

@@ -116,6 +116,15 @@ SMOKES = [
         fig("match_per_ref_ms"),
         fig("match_reports_ms"),
     ),
+    bench(
+        "screen.py",
+        fig("import_ms"),
+        *(
+            fig(f"file{i}_{f}")
+            for i in (0, 1)
+            for f in ("kb", "tree_ms", "patterns_ms", "ratio", "tree_mb_per_s")
+        ),
+    ),
     bench("verify_fleet.py", fig("verify_start_p50_s"), fig("jobs2_time_ratio"), fig("cache_speedup")),
     bench(
         "verify_overhead.py",
