@@ -1,6 +1,6 @@
 """What an audit (`taskgate audit verify`, GET /api/projects/<p>/audit) costs per task, on SQLite.
 
-    python bench/audit.py [--tasks 500] [--rounds 3]
+    python bench/audit.py [--tasks 500] [--rounds 3] [--smoke]
 
 Builds a project of N and of 4N tasks, each taken the whole way (created, claimed, heartbeat,
 submitted, accepted: five chained events and a signed acceptance), then runs the audit over each
@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from benchkit import smoke
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput
 from taskgate.domain.principals import acting, human
@@ -65,10 +66,12 @@ def timed_audit(ctx: Context, rounds: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = smoke.parse(parser, tasks=5, rounds=1)
     per_task: dict[int, float] = {}
     builds: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:

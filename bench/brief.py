@@ -1,7 +1,7 @@
 """How long building one task's brief takes as the task's notes (issue 8, defect 2) and its
 project's decisions (issue 9: every claim builds one) grow.
 
-    python bench/brief.py [--notes 100,400,800] [--decisions 0,100,300] [--repeat 3]
+    python bench/brief.py [--notes 100,400,800] [--decisions 0,100,300] [--repeat 3] [--smoke]
 
 For each count, a task on a fresh SQLite file gets that many notes of ~500 characters, written
 straight to the store (the service caps a task at 100 notes; older databases, or a cap raised
@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from benchkit import smoke
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CriterionInput, Note
 from taskgate.domain.principals import Acting, acting, human
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--notes", default="100,400,800")
     parser.add_argument("--decisions", default="0,100,300")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = smoke.parse(parser, argv, notes="5,10", decisions="0,5", repeat=1)
     counts = [int(n) for n in args.notes.split(",")]
     medians: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:

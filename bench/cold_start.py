@@ -20,7 +20,10 @@ sampling client (outside it costs ~0.4 s). Nothing is sent anywhere.
 
 Goals: mcp <= 1.15x the baseline; the others never import the MCP SDK and stay <= 0.5x.
 
-  python bench/cold_start.py [--rounds 7]
+  python bench/cold_start.py [--rounds 7] [--warmup 1] [--layer build|env] [--smoke]
+
+--layer env (the smoke run's) imports from this environment's site-packages instead of the built
+layer: nothing is built or downloaded, and the figures hold whatever extra this environment has.
 
 One line per function: `function=<name> ratio=<r> goal=<g> import_s=... imports_mcp=...`. Each
 line also says what the function keeps out of its import and when that is paid (`deferred_s`,
@@ -38,10 +41,12 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchkit import ROOT, smoke
+
 CACHE = ROOT / "build" / "cold-start-layer"
 GOALS = {"mcp": 1.15, "api": 0.5, "authorizer": 0.5, "sweeper": 0.5, "dispatcher": 0.5}
 BASELINE = "import boto3, mangum, mcp.server"
@@ -151,6 +156,7 @@ def lambda_env(name: str, task_root: str, path: list[str]) -> dict[str, str]:
         "TASKGATE_ECS_CLUSTER": "taskgate-bench",
         "TASKGATE_ECS_TASK_DEFINITION": "arn:aws:ecs:us-east-1:123456789012:task-definition/bench:1",
         "TASKGATE_ECS_SUBNETS": "subnet-00000000",
+        "TASKGATE_VERIFIER_SERVER": "https://taskgate-bench.example.com",
         "POWERTOOLS_SERVICE_NAME": "taskgate",
         "POWERTOOLS_METRICS_NAMESPACE": "taskgate",
     }
@@ -175,8 +181,15 @@ def once(body: str, env: dict[str, str], cwd: str, prime: str = "") -> tuple[flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
-    path = [str(ROOT / "src"), str(layer()), str(_runtime_modules())]
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed passes first (files in the page cache)"
+    )
+    parser.add_argument(
+        "--layer", choices=["build", "env"], default="build", help="where dependencies come from"
+    )
+    args = smoke.parse(parser, rounds=1, warmup=0, layer="env")
+    deps = layer() if args.layer == "build" else Path(sysconfig.get_paths()["purelib"])
+    path = [str(ROOT / "src"), str(deps), str(_runtime_modules())]
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
     names = list(GOALS)
     samples: dict[str, list[float]] = {"baseline": [], **{n: [] for n in names}}
@@ -191,8 +204,9 @@ def main() -> None:
         return once(entry, env, task_root, _PRIME[n][0])
 
     with tempfile.TemporaryDirectory() as task_root:
-        for n in ("baseline", *names):  # one untimed pass: files in the page cache
-            measure(n)
+        for _ in range(args.warmup):  # untimed: files in the page cache
+            for n in ("baseline", *names):
+                measure(n)
         for _ in range(args.rounds):
             for n in ("baseline", *names):
                 seconds, mcp_loaded, primed = measure(n)

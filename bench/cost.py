@@ -7,6 +7,7 @@ fleet's verifications cost under one task per submission and under draining.
                          [--tracing ...] [--platform-log-level ...] [--auth-cache-s ...]
     python bench/cost.py --verification --fleet [--submissions 100] [--window-s 600]
                          [--check-wall-s S] [--container-start-s 30] [--concurrency N] [--idle-s S]
+    python bench/cost.py --smoke
 
 A lifecycle is: a human creates a task (REST, from the board), an agent claims it, heartbeats
 twice and submits (MCP), a human accepts it (REST). It runs through the real Lambda handlers of
@@ -65,8 +66,12 @@ cases (the services, as bench/lifecycle.py counts them); the key lookups that au
 request are printed as `auth_requests` and are in the units and the price.
 
 With --verification the verifier's wall time is measured by running bench/verify_overhead.py
-(its repository, --check-seconds of checks, --verify-runs runs); the container's start on
-Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an estimate.
+(its repository, --check-seconds of checks, --verify-runs runs), or given (--check-wall-s); the
+container's start on Fargate (image pull included, which Fargate bills) is CONTAINER_START_S, an
+estimate.
+
+--smoke: one lifecycle with verification on, the verifier's wall time given, then the fleet's
+pricing as --fleet prints it, in one process (the stack's modules take most of its seconds).
 
 --fleet (with --verification) prices the verifier tasks alone, for a fleet's load: --submissions
 arriving at random (seeded) over --window-s, each verification taking the wall time measured as
@@ -103,6 +108,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from benchkit import smoke  # noqa: E402
 
 # -- prices ------------------------------------------------------------------------------------
 # Published on-demand prices, US East (N. Virginia), past the free tiers. Each line names its
@@ -1213,12 +1220,12 @@ def main() -> None:
     parser.add_argument(
         "--check-wall-s",
         type=float,
-        help="--fleet: one verification's wall time, seconds (default: measured as --verification does)",
+        help="one verification's wall time, seconds (default: measured by running bench/verify_overhead.py)",
     )
     parser.add_argument("--concurrency", type=int, help="--fleet: override VerifierConcurrency")
     parser.add_argument("--idle-s", type=float, help="--fleet: override VerifierIdleSeconds")
     parser.add_argument("--seed", type=int, default=1, help="--fleet: the arrivals' random seed")
-    args = parser.parse_args()
+    args = smoke.parse(parser, n=1, verification=True, check_wall_s=5.0, submissions=20)
     if args.fleet and not args.verification:
         parser.error("--fleet prices verifications: give --verification with it")
     settings = Settings.from_template()
@@ -1232,6 +1239,12 @@ def main() -> None:
     if args.fleet:
         fleet(args, settings)
         return
+    lifecycles(args, settings)
+    if args.smoke:
+        fleet(args, settings)
+
+
+def lifecycles(args: argparse.Namespace, settings: Settings) -> None:
     text = TYPICAL if args.text == "typical" else MINIMAL
     print(
         f"lifecycles={args.n} text={args.text} spec={'yes' if args.spec else 'no'} "
@@ -1280,12 +1293,15 @@ def main() -> None:
     )
     lifecycle_usd = sum(items.values())
     if args.verification:
-        walls = verifier_wall_s(args.verify_runs, args.check_seconds)
-        wall = statistics.median(walls)
+        if args.check_wall_s is not None:
+            wall, how = args.check_wall_s, "given"
+        else:
+            walls = verifier_wall_s(args.verify_runs, args.check_seconds)
+            wall = statistics.median(walls)
+            how = f"runs {' '.join(f'{w:.2f}' for w in walls)}, checks {args.check_seconds:g} s"
         print(
             f"  verification: cpu={settings.verifier_cpu} memory_mb={settings.verifier_memory_mb} "
-            f"verifier_wall_s={wall:.2f} (runs {' '.join(f'{w:.2f}' for w in walls)}, "
-            f"checks {args.check_seconds:g} s) container_start_s={args.container_start_s:g} (estimate) "
+            f"verifier_wall_s={wall:.2f} ({how}) container_start_s={args.container_start_s:g} (estimate) "
             f"billed_s={max(BILLING_MINIMUM_S, math.ceil(args.container_start_s + wall)):.0f}"
         )
         for capacity in ("FARGATE", "FARGATE_SPOT"):

@@ -1,6 +1,7 @@
 """A fleet of agents against one `taskgate serve`: do they trip over each other?
 
     python bench/fleet.py [--agents 16] [--tasks 200] [--runs 3] [--version 2026-07-28]
+                          [--probe-calls 300] [--src CHECKOUT] [--smoke]
 
 N agents (threads, one agent key each, one keep-alive HTTP connection each) loop "find work,
 claim, submit" over M ready tasks of a fresh project, in two patterns:
@@ -21,81 +22,36 @@ negotiates with taskgate; --version 2025-11-25 runs the older one.
 
 Prints one `run=` line per run, one line per pattern (medians over runs; double_claims summed):
     pattern=<p> double_claims=<n> lost_races_per_task=<x> tasks_per_s=<x> calls_per_task=<x> p50_ms=<x> p95_ms=<x>
-then the single-client latency of get_next_tasks over a fresh project of M ready tasks:
-    probe=get_next_tasks clients=1 p50_ms=<x> p95_ms=<x>
-and last `fleet_ratio=<natural tasks_per_s / server-picked tasks_per_s>`.
+then what one client waits, each probe on a keep-alive connection of its own, in interleaved
+rounds: an MCP call (get_next_tasks over a fresh project of M ready tasks), two REST calls
+(GET /api/health, and GET /api/tasks/<id> as the admin), and the bare MCP SDK server's echo
+tool (bench/benchkit/bare.py, the floor; same protocol version), one line each:
+    probe=<name> clients=1 p50_ms=<x> p95_ms=<x>
+then `single_client_p50_ms mcp=<x> rest=<x> bare=<x> mcp_over_bare=<x>` (rest: the health
+probe), and last `fleet_ratio=<natural tasks_per_s / server-picked tasks_per_s>`. A server that
+holds every answer back (Nagle's algorithm against a client's delayed ACK: 40 ms) shows here
+as mcp and rest tens of milliseconds above bare.
+
+--src serves another checkout's code (its src/) for a before/after on the same clients.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
-import json
-import os
-import signal
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-LEGACY, MODERN = "2025-11-25", "2026-07-28"
-SHA = "0123456789abcdef0123456789abcdef01234567"
+from benchkit import bare, smoke
+from benchkit.mcp import LEGACY, MODERN, SHA, Connection, Refused
+from benchkit.serve import Served, start
+from benchkit.stats import pct
+
 PATTERNS = ("server-picked", "natural")
-
-
-class Refused(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-
-
-class Agent:
-    """One agent's MCP connection: JSON-RPC tools/call over a keep-alive HTTP connection."""
-
-    def __init__(self, port: int, key: str, version: str, latencies: list[float]) -> None:
-        self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.key = key
-        self.version = version
-        self.latencies = latencies
-        self.calls = 0
-
-    def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        self.calls += 1
-        params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        headers = {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-            "authorization": f"Bearer {self.key}",
-            "mcp-protocol-version": self.version,
-        }
-        if self.version == MODERN:
-            params["_meta"] = {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {},
-                "io.modelcontextprotocol/clientInfo": {"name": "bench-fleet", "version": "1"},
-            }
-            headers |= {"mcp-method": "tools/call", "mcp-name": tool}
-        body = json.dumps({"jsonrpc": "2.0", "id": self.calls, "method": "tools/call", "params": params})
-        start = time.perf_counter()
-        self.http.request("POST", "/mcp", body, headers)
-        response = self.http.getresponse()
-        raw = response.read()
-        self.latencies.append(time.perf_counter() - start)
-        if response.status != 200:
-            raise RuntimeError(f"{tool}: HTTP {response.status} {raw[:300]!r}")
-        result: dict[str, Any] = json.loads(raw)["result"]
-        if result.get("isError"):
-            error = json.loads(result["content"][0]["text"])
-            raise Refused(error["code"], error["message"])
-        structured: dict[str, Any] = result["structuredContent"]
-        return structured
+PROBES = ("get_next_tasks", "rest_health", "rest_task", "bare_echo")
 
 
 @dataclass
@@ -106,7 +62,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
 
 
-def server_picked(agent: Agent, project: str, tally: Tally) -> None:
+def server_picked(agent: Connection, project: str, tally: Tally) -> None:
     while True:
         try:
             claimed = agent.call("claim_task", project=project)
@@ -124,7 +80,7 @@ def server_picked(agent: Agent, project: str, tally: Tally) -> None:
         tally.submitted.append(claimed["task_id"])
 
 
-def natural(agent: Agent, project: str, tally: Tally) -> None:
+def natural(agent: Connection, project: str, tally: Tally) -> None:
     while True:
         listed = agent.call("get_next_tasks", project=project)["tasks"]
         if not listed:
@@ -147,85 +103,27 @@ def natural(agent: Agent, project: str, tally: Tally) -> None:
         tally.submitted.append(claimed["task_id"])
 
 
-class Server:
-    """A fresh `taskgate serve` on a temp data dir, and the admin's REST access to it."""
-
-    def __init__(self, src: Path | None) -> None:
-        self.tmp = tempfile.TemporaryDirectory()
-        self.port = _free_port()
-        env = dict(os.environ)
-        if src is not None:  # serve another checkout's code (e.g. main, for a before/after)
-            env["PYTHONPATH"] = str(src / "src")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "taskgate.cli",
-                "serve",
-                "--data-dir",
-                self.tmp.name,
-                "--port",
-                str(self.port),
-            ],
-            stdout=subprocess.DEVNULL,
-            env=env,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                self.rest("GET", "/api/health", token=None)
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("taskgate serve did not start") from None
-                time.sleep(0.1)
-        self.admin = (Path(self.tmp.name) / "admin-token").read_text().strip()
-
-    def rest(self, method: str, path: str, body: Any = None, *, token: str | None = "") -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
-        req.add_header("content-type", "application/json")
-        if token is not None:
-            req.add_header("authorization", f"Bearer {token or self.admin}")
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            return json.loads(resp.read())
-
-    def project(self, name: str, tasks: int) -> list[str]:
-        self.rest("POST", "/api/projects", {"name": name, "repo": f"/tmp/{name}"})
-        return [
-            self.rest(
-                "POST", f"/api/projects/{name}/tasks", {"title": f"task {i}", "criteria": [{"text": "works"}]}
-            )["task"]["id"]
-            for i in range(tasks)
-        ]
-
-    def double_claims(self, task_ids: list[str]) -> int:
-        """From the server's records: claims beyond the first on any task, plus tasks never
-        submitted (each task was claimed and submitted exactly once, or the run is wrong)."""
-        bad = 0
-        for tid in task_ids:
-            shown = self.rest("GET", f"/api/tasks/{tid}")
-            claims = sum(1 for e in shown["history"] if e["action"] == "claim")
-            bad += max(0, claims - 1) + max(0, len(shown["task"]["attempts"]) - 1)
-            if shown["task"]["status"] != "needs_verification":
-                bad += 1
-        return bad
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.tmp.cleanup()
+def make_project(server: Served, name: str, tasks: int) -> list[str]:
+    server.rest("POST", "/api/projects", {"name": name, "repo": f"/tmp/{name}"})
+    return [
+        server.rest(
+            "POST", f"/api/projects/{name}/tasks", {"title": f"task {i}", "criteria": [{"text": "works"}]}
+        )["task"]["id"]
+        for i in range(tasks)
+    ]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def double_claims(server: Served, task_ids: list[str]) -> int:
+    """From the server's records: claims beyond the first on any task, plus tasks never
+    submitted (each task was claimed and submitted exactly once, or the run is wrong)."""
+    bad = 0
+    for tid in task_ids:
+        shown = server.rest("GET", f"/api/tasks/{tid}")
+        claims = sum(1 for e in shown["history"] if e["action"] == "claim")
+        bad += max(0, claims - 1) + max(0, len(shown["task"]["attempts"]) - 1)
+        if shown["task"]["status"] != "needs_verification":
+            bad += 1
+    return bad
 
 
 @dataclass
@@ -239,60 +137,97 @@ class RunResult:
     p95_ms: float
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-
-def run_once(server: Server, keys: list[str], pattern: str, project: str, m: int, version: str) -> RunResult:
-    task_ids = server.project(project, m)
+def run_once(server: Served, keys: list[str], pattern: str, project: str, m: int, version: str) -> RunResult:
+    task_ids = make_project(server, project, m)
     loop = server_picked if pattern == "server-picked" else natural
     tallies = [Tally() for _ in keys]
-    agents = [Agent(server.port, key, version, t.latencies) for key, t in zip(keys, tallies, strict=True)]
+    agents = [
+        Connection(server.port, key, version, latencies=t.latencies)
+        for key, t in zip(keys, tallies, strict=True)
+    ]
     errors: list[BaseException] = []
     go = threading.Barrier(len(agents) + 1)
 
-    def work(agent: Agent, tally: Tally) -> None:
+    def work(agent: Connection, tally: Tally) -> None:
         go.wait()
         try:
             loop(agent, project, tally)
         except BaseException as exc:  # reported below: a failed agent invalidates the run
             errors.append(exc)
         tally.calls = agent.calls
+        agent.close()
 
     threads = [threading.Thread(target=work, args=pair) for pair in zip(agents, tallies, strict=True)]
     for t in threads:
         t.start()
     go.wait()
-    start = time.perf_counter()
+    began = time.perf_counter()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - began
     if errors:
         raise RuntimeError(f"an agent failed: {errors[0]!r}")
     latencies = [x for t in tallies for x in t.latencies]
     return RunResult(
         pattern=pattern,
-        double_claims=server.double_claims(task_ids),
+        double_claims=double_claims(server, task_ids),
         lost_races_per_task=sum(t.lost_races for t in tallies) / m,
         tasks_per_s=m / wall,
         calls_per_task=sum(t.calls for t in tallies) / m,
-        p50_ms=_pct(latencies, 0.50),
-        p95_ms=_pct(latencies, 0.95),
+        p50_ms=pct(latencies, 0.50) * 1000,
+        p95_ms=pct(latencies, 0.95) * 1000,
     )
 
 
-def probe(server: Server, key: str, m: int, version: str, calls: int = 300) -> tuple[float, float]:
-    """Single-client latency of get_next_tasks over a fresh project of m ready tasks."""
-    server.project("probe", m)
-    latencies: list[float] = []
-    agent = Agent(server.port, key, version, latencies)
-    for _ in range(50):  # warm-up
-        agent.call("get_next_tasks", project="probe")
-    latencies.clear()
-    for _ in range(calls):
-        agent.call("get_next_tasks", project="probe")
-    return _pct(latencies, 0.50), _pct(latencies, 0.95)
+class Rest:
+    """GET requests on one keep-alive connection, each one's seconds kept."""
+
+    def __init__(self, port: int, path: str, token: str | None) -> None:
+        self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.path = path
+        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+        self.latencies: list[float] = []
+
+    def get(self) -> None:
+        started = time.perf_counter()
+        self.http.request("GET", self.path, headers=self.headers)
+        response = self.http.getresponse()
+        raw = response.read()
+        self.latencies.append(time.perf_counter() - started)
+        if response.status != 200:
+            raise RuntimeError(f"GET {self.path}: HTTP {response.status} {raw[:300]!r}")
+
+
+def probe(
+    server: Served, bare_port: int, key: str, m: int, version: str, calls: int
+) -> dict[str, list[float]]:
+    """One client's latencies per probe, each on a keep-alive connection of its own, in rounds
+    of 10 calls a probe (interleaved: the machine's noise hits every probe alike)."""
+    (task_id, *_) = make_project(server, "probe", m)
+    mcp = Connection(server.port, key, version)
+    health = Rest(server.port, "/api/health", None)
+    task = Rest(server.port, f"/api/tasks/{task_id}", server.admin_token)
+    echo = Connection(bare_port, None, version)
+    steps = {
+        "get_next_tasks": lambda: mcp.call("get_next_tasks", project="probe"),
+        "rest_health": health.get,
+        "rest_task": task.get,
+        "bare_echo": lambda: echo.result("echo", text="hi"),
+    }
+    kept = {"get_next_tasks": mcp.latencies, "rest_health": health.latencies, "rest_task": task.latencies}
+    kept["bare_echo"] = echo.latencies
+    for step in steps.values():  # warm-up
+        for _ in range(max(5, calls // 10)):
+            step()
+    for latencies in kept.values():
+        latencies.clear()
+    for _ in range(max(1, calls // 10)):
+        for step in steps.values():
+            for _ in range(10):
+                step()
+    mcp.close()
+    echo.close()
+    return kept
 
 
 def line(r: RunResult) -> str:
@@ -311,15 +246,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--version", choices=[LEGACY, MODERN], default=MODERN)
+    parser.add_argument("--probe-calls", type=int, default=300, help="single-client calls per probe")
     parser.add_argument("--src", type=Path, help="serve the taskgate source in this checkout instead")
-    args = parser.parse_args()
+    args = smoke.parse(parser, agents=4, tasks=20, runs=1, probe_calls=30)
 
-    server = Server(args.src)
+    server = start(src=args.src)
+    bare_proc, bare_port = bare.start()
     try:
-        keys = [
-            server.rest("POST", "/api/keys", {"kind": "agent", "name": f"agent{i}"})["key"]
-            for i in range(args.agents)
-        ]
+        keys = [server.agent_key(f"agent{i}") for i in range(args.agents)]
         results: dict[str, list[RunResult]] = {p: [] for p in PATTERNS}
         for run in range(1, args.runs + 1):
             for pattern in PATTERNS:  # interleaved: the machine's noise hits both alike
@@ -338,10 +272,21 @@ def main() -> None:
                 p95_ms=statistics.median(r.p95_ms for r in rs),
             )
             print(line(summary[pattern]))
-        p50, p95 = probe(server, keys[0], args.tasks, args.version)
-        print(f"probe=get_next_tasks clients=1 p50_ms={p50:.2f} p95_ms={p95:.2f}")
+        probed = probe(server, bare_port, keys[0], args.tasks, args.version, args.probe_calls)
+        for name in PROBES:
+            values = probed[name]
+            print(
+                f"probe={name} clients=1 p50_ms={pct(values, 0.5) * 1000:.2f} p95_ms={pct(values, 0.95) * 1000:.2f}"
+            )
+        p50 = {name: pct(values, 0.5) * 1000 for name, values in probed.items()}
+        print(
+            f"single_client_p50_ms mcp={p50['get_next_tasks']:.2f} rest={p50['rest_health']:.2f} "
+            f"bare={p50['bare_echo']:.2f} mcp_over_bare={p50['get_next_tasks'] / p50['bare_echo']:.2f}"
+        )
         print(f"fleet_ratio={summary['natural'].tasks_per_s / summary['server-picked'].tasks_per_s:.2f}")
     finally:
+        bare_proc.terminate()
+        bare_proc.wait(timeout=30)
         server.stop()
 
 

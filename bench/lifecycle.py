@@ -1,6 +1,6 @@
 """Full task lifecycles (create -> claim -> heartbeat -> submit -> accept) on each adapter, in process.
 
-    python bench/lifecycle.py [--n 200]
+    python bench/lifecycle.py [--n 200] [--smoke]
 
 Prints one line per adapter:
     adapter=<name> lifecycles_per_s=<x> requests_per_lifecycle=<n> writes_per_lifecycle=<w> ...
@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from benchkit import smoke
 from taskgate.domain.clock import ManualClock
 from taskgate.domain.models import CredentialKind, CriterionInput
 from taskgate.domain.principals import acting, human
@@ -156,7 +157,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=200)
-    args = parser.parse_args()
+    args = smoke.parse(parser, n=3)
 
     from taskgate.store.sqlite import SQLiteStore
 
@@ -193,9 +194,8 @@ def main() -> None:
         except ImportError:
             return
         kms = boto3.client("kms", region_name="us-east-1")
-        key = kms.create_key(
-            KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY"
-        )  # template.yaml's default["KeyMetadata"]["KeyId"]
+        made = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")  # template.yaml's default
+        key = made["KeyMetadata"]["KeyId"]
 
         def count_kms(event_name: str, **_: Any) -> None:
             calls["kms_" + event_name.rsplit(".", 1)[-1]] += 1

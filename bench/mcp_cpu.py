@@ -1,17 +1,22 @@
 """CPU time per MCP tool call in one process, no HTTP: taskgate's /mcp ASGI app against the bare SDK.
 
-    python bench/mcp_cpu.py [--calls 3000] [--rounds 3] [--profile out.prof]
+    python bench/mcp_cpu.py [--calls 3000] [--rounds 3] [--profile out.prof] [--smoke]
 
 Drives each ASGI app directly (a scope, the request body, the response collected) on one event
 loop, as uvicorn would hand it a request, so the figures hold only what the servers do: no
 sockets, no HTTP parsing, no client threads competing for the two cores. `taskgate`: the app
 `taskgate serve` mounts at /mcp (mcp/app.py's build_app: key check, SQLite store, gc.freeze as
-serve does) running the claim -> heartbeat -> submit mix; `bare-direct`: bench/mcp_rate.py's bare
-SDK app with one `echo` tool. Both protocol versions; interleaved rounds, medians of process CPU
-time (time.process_time) per call. Prints one line per server and version, then
-`cpu_ratio_<version>=` (bare over taskgate) and taskgate's own CPU per call (taskgate's minus
-bare's). Over HTTP (bench/mcp_rate.py) both servers also pay uvicorn's HTTP work and the clients
-share the cores, which adds the same to both sides: its ratios sit above these. --profile PATH writes cProfiles of taskgate's 2026-07-28 calls (PATH) and bare's (PATH.bare).
+serve does) running the claim -> heartbeat -> submit mix; `bare-direct`: the bare SDK app with one
+`echo` tool (bench/benchkit/bare.py, as bench/mcp_rate.py serves it). Both protocol versions;
+interleaved rounds, medians of process CPU time (time.process_time) per call. Prints one line per
+server and version, then `cpu_ratio_<version>=` (bare over taskgate) and taskgate's own CPU per
+call (taskgate's minus bare's). Over HTTP (bench/mcp_rate.py) both servers also pay uvicorn's HTTP
+work and the clients share the cores, which adds the same to both sides: its ratios sit above
+these.
+
+--profile PATH writes cProfiles of taskgate's 2026-07-28 calls (PATH) and bare's (PATH.bare): the
+event loop's thread only, and the tool bodies run in worker threads (mcp/workers.py); a sampling
+profiler sees every thread (`py-spy record --pid` on a `taskgate serve` under load).
 """
 
 from __future__ import annotations
@@ -22,18 +27,16 @@ import cProfile
 import gc
 import json
 import os
+import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from mcp_rate import LEGACY, MODERN, SHA, bare_handler_factory, body, seed_tasks  # noqa: E402
+from benchkit import bare, smoke
+from benchkit.mcp import LEGACY, MODERN, SHA, envelope
+from benchkit.seed import ready_tasks
 
 
 def request(msg: dict[str, Any], version: str, tool: str, key: str | None) -> tuple[dict[str, Any], bytes]:
@@ -69,7 +72,7 @@ def request(msg: dict[str, Any], version: str, tool: str, key: str | None) -> tu
 async def call(
     app: Any, version: str, tool: str, arguments: dict[str, Any], key: str | None, rid: int
 ) -> Any:
-    msg = body("tools/call", {"name": tool, "arguments": arguments}, version, rid)
+    msg = envelope("tools/call", {"name": tool, "arguments": arguments}, version, rid)
     scope, raw = request(msg, version, tool, key)
     sent = False
     out: list[bytes] = []
@@ -140,9 +143,9 @@ async def run(calls: int, rounds: int, profile: str | None) -> None:
     projects.create(ctx, admin, "bench", repo="/tmp/bench")
     agent_key = keys.create(ctx, admin, kind=CredentialKind.AGENT, name="a0").secret
     per_version = calls * rounds // 3 + 300
-    seed_tasks(Path(tmp) / "taskgate.db", "bench", 2 * per_version)
+    ready_tasks(Path(tmp) / "taskgate.db", "bench", 2 * per_version)
     tg = build_app()
-    bare = bare_handler_factory(direct=True)
+    bare_app = bare.app()
     gc.collect()
     gc.freeze()
 
@@ -163,10 +166,10 @@ async def run(calls: int, rounds: int, profile: str | None) -> None:
         nonlocal rid
         for _ in range(n):
             rid += 1
-            await call(bare, version, "echo", {"text": "hi"}, None, rid)
+            await call(bare_app, version, "echo", {"text": "hi"}, None, rid)
 
     cpu: dict[tuple[str, str], list[float]] = {}
-    async with Lifespan(tg), Lifespan(bare):
+    async with Lifespan(tg), Lifespan(bare_app):
         for version in (LEGACY, MODERN):  # warm-up
             await taskgate_calls(version, 90)
             await bare_calls(version, 90)
@@ -199,6 +202,8 @@ async def run(calls: int, rounds: int, profile: str | None) -> None:
         )
         own = statistics.median(cpu[("taskgate", version)]) - statistics.median(cpu[("bare-direct", version)])
         print(f"cpu_ratio_{version}={ratio:.2f} taskgate_own_us_per_call_{version}={own * 1e6:.0f}")
+    ctx.store.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
@@ -208,7 +213,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000, help="per round, server and version")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", help="write a cProfile of taskgate's 2026-07-28 calls here")
-    args = parser.parse_args()
+    args = smoke.parse(parser, calls=90, rounds=1)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     asyncio.run(run(args.calls, args.rounds, args.profile))
 

@@ -1,6 +1,7 @@
 """A fleet landing on one main: what verifying each submission merged onto the base tip buys.
 
     python bench/merge_fleet.py [--modes none,merge,merge-batch] [--agents 16] [--jobs 2] [--rounds 60]
+                                [--tasks 16] [--smoke]
 
 One small repository whose 16 tasks touch shared files, the way a fleet's tasks do:
 - 5 stand alone (a module and its test each);
@@ -10,17 +11,21 @@ One small repository whose 16 tasks touch shared files, the way a fleet's tasks 
   names unique; a required parameter added to `fmt.price` and a new caller without it; the page
   size changed and a new module whose test assumes the old one.
 
-Each mode runs on a fresh `taskgate serve` and a fresh copy of the repository, with the verifier
-config's `merge` set to the mode. 16 agents (threads, one agent key each, the MCP SDK's Client
-over HTTP) each own a task: they claim it, branch from main as it is at that moment, make the
-change and submit. An agent whose task comes back (a conflict, a failure, a reopen) claims it
-again and redoes the change on the main it finds then, as an agent that read its findings does.
-A real `taskgate verify --once --jobs N` then verifies what waits. The human (the admin token)
-accepts verified tasks whose verdict holds for main as it is (not stale), one at a time, oldest
-verdict first, lands each accepted commit on main (`git merge --no-ff`), runs the checks on main,
-and tells the server the base moved (the push-webhook route a git host calls). A landing that
-conflicts or leaves main's checks failing is counted, undone, and the task reopened with a
-finding. Rounds repeat until every task has landed with main green, or --rounds.
+Each mode runs on a project of its own on one `taskgate serve`, and a fresh copy of the
+repository, with the verifier config's `merge` set to the mode. 16 agents (threads, one agent key
+each, the MCP SDK's Client over HTTP) each own a task: they claim it, branch from main as it is at
+that moment, make the change and submit. An agent whose task comes back (a conflict, a failure, a
+reopen) claims it again and redoes the change on the main it finds then, as an agent that read its
+findings does. A real `taskgate verify --once --jobs N` then verifies what waits. The human (the
+admin token) accepts verified tasks whose verdict holds for main as it is (not stale), one at a
+time, oldest verdict first, lands each accepted commit on main (`git merge --no-ff`), runs the
+checks on main, and tells the server the base moved (the push-webhook route a git host calls). A
+landing that conflicts or leaves main's checks failing is counted, undone, and the task reopened
+with a finding. Rounds repeat until every task has landed with main green, or --rounds.
+
+--tasks K runs K of the 16 (SAMPLE: one standing alone, two that conflict, a pair that fails
+together, then the rest); the smoke run takes 3 of them through one round of `merge` and of
+`merge-batch`.
 
 `merge-batch` (not run by default) is `merge` with a hastier human: each round, every verified
 task is accepted in one batch, stale verdicts included (the server accepts them and says they are
@@ -52,13 +57,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "src"))
-
-from tests.mcp.events import MODERN  # noqa: E402
-from tests.mcp.live import Live, agent, start  # noqa: E402
-from tests.support.users import check_python  # noqa: E402
+from benchkit import smoke
+from benchkit.mcp import MODERN, sdk_agent
+from benchkit.serve import Served, start
+from benchkit.users import check_python
 
 TASKGATE = str(Path(sys.executable).with_name("taskgate"))
 CHECK = (
@@ -258,6 +260,13 @@ JOBS: list[Job] = [
     Job("50 items per page", "test_page_size.test_page_size", bigger_pages),
     Job("page count", "test_pager.test_pages", pager),
 ]
+# With --tasks K below 16, the first K of this order: one standing alone, two that conflict, a
+# pair that fails together, then the rest.
+SAMPLE = [0, 5, 6, 8, 9, *(i for i in range(len(JOBS)) if i not in (0, 5, 6, 8, 9))]
+
+
+def chosen(k: int) -> list[Job]:
+    return [JOBS[i] for i in sorted(SAMPLE[:k])]
 
 
 # -- an agent's commit, made without a work tree (16 agents write to one repository at once) ----
@@ -318,35 +327,37 @@ FINDING_KINDS = {"conflict": "merge conflict", "stale and broken": "breaks on th
 
 
 class Fleet:
-    def __init__(self, live: Live, repo: Path, work: Path, mode: str, agents: int, jobs: int) -> None:
+    def __init__(
+        self, live: Served, repo: Path, work: Path, mode: str, agents: int, jobs: int, tasks: list[Job]
+    ) -> None:
         self.live, self.repo, self.work, self.mode, self.jobs = live, repo, work, mode, jobs
         self.project = f"shop-{mode}"
-        self.tally = Tally(mode, tasks=len(JOBS))
-        live.ok("POST", "/api/projects", {"name": self.project, "repo": str(repo)})
-        self.keys = [live.key(f"a{i}-{mode}", projects=[self.project])[0] for i in range(agents)]
-        self.verifier_key, _ = live.key(f"ci-{mode}", kind="verifier", verifier_kind="local",
-                                        projects=[self.project])  # fmt: skip
+        self.tally = Tally(mode, tasks=len(tasks))
+        live.rest("POST", "/api/projects", {"name": self.project, "repo": str(repo)})
+        self.keys = [live.agent_key(f"a{i}-{mode}", projects=[self.project]) for i in range(agents)]
+        self.verifier_key = live.rest("POST", "/api/keys", {"kind": "verifier", "name": f"ci-{mode}",
+                                      "verifier_kind": "local", "projects": [self.project]})["key"]  # fmt: skip
         check = {"command": CHECK, "report": {"path": "reports/junit.xml", "format": "junit"}}
         self.batch = mode.endswith("-batch")
         config = {"check_timeout_minutes": 2, "checks": {"unit": check}, "merge": mode.removesuffix("-batch")}
-        live.ok("PUT", f"/api/projects/{self.project}/verifier-config", config)
-        live.ok("PUT", f"/api/projects/{self.project}/verification", {"on": True})
+        live.rest("PUT", f"/api/projects/{self.project}/verifier-config", config)
+        live.rest("PUT", f"/api/projects/{self.project}/verification", {"on": True})
         self.ids: list[str] = []
-        for job in JOBS:
+        for job in tasks:
             criteria = [{"text": job.title, "kind": "test", "verify_ref": job.ref}]
-            spec = live.ok("POST", f"/api/projects/{self.project}/specs",
+            spec = live.rest("POST", f"/api/projects/{self.project}/specs",
                            {"title": job.title, "risk": "low", "criteria": criteria})  # fmt: skip
-            live.ok("POST", f"/api/projects/{self.project}/specs/{spec['id']}/approve")
-            made = live.ok("POST", f"/api/projects/{self.project}/tasks",
+            live.rest("POST", f"/api/projects/{self.project}/specs/{spec['id']}/approve")
+            made = live.rest("POST", f"/api/projects/{self.project}/tasks",
                            {"title": job.title, "spec_id": spec["id"], "max_attempts": MAX_ATTEMPTS})  # fmt: skip
             self.ids.append(made["task"]["id"])
-        self.job_of = dict(zip(self.ids, JOBS, strict=True))
+        self.job_of = dict(zip(self.ids, tasks, strict=True))
         self.owner = {tid: i % agents for i, tid in enumerate(self.ids)}
         self.landed: set[str] = set()
         self.lock = threading.Lock()
 
     def task(self, tid: str) -> dict[str, Any]:
-        out: dict[str, Any] = self.live.ok("GET", f"/api/tasks/{tid}")
+        out: dict[str, Any] = self.live.rest("GET", f"/api/tasks/{tid}")
         return out
 
     def statuses(self) -> dict[str, dict[str, Any]]:
@@ -363,7 +374,7 @@ class Fleet:
         go = threading.Barrier(len(mine))
 
         async def act(i: int, tids: list[str]) -> None:
-            async with agent(self.live.mcp_url, self.keys[i], MODERN) as a:
+            async with sdk_agent(self.live.mcp_url, self.keys[i], MODERN) as a:
                 for tid in tids:
                     claimed = await a.ok("claim_task", project=self.project, task_id=tid)
                     with self.lock:  # main does not move while agents work; reading it is safe
@@ -417,7 +428,7 @@ class Fleet:
         """Accept, merge into main, check main; a landing that conflicts or breaks is undone and
         the task reopened with what happened."""
         if not accepted:
-            self.live.ok("POST", f"/api/tasks/{tid}/accept")
+            self.live.rest("POST", f"/api/tasks/{tid}/accept")
         self.tally.accepted += 1
         with self.lock:
             before = git(self.repo, "rev-parse", "main")
@@ -441,23 +452,21 @@ class Fleet:
                 self.tally.first_round_broke += first_round
                 self.tally.broke.append(f"{tid} ({self.job_of[tid].title}): {failing}")
                 finding = f"merged onto main at {before[:12]}, main's checks fail: {failing}"
-        self.live.ok("POST", f"/api/tasks/{tid}/reopen", {"findings": [finding]})
+        self.live.rest("POST", f"/api/tasks/{tid}/reopen", {"findings": [finding]})
 
     def _tell_base_moved(self) -> None:
         if self.mode == "none":  # the verifier does not follow main's tip then
             return
         tip = git(self.repo, "rev-parse", "main")
-        r = self.live.rest("POST", f"/api/verifier/projects/{self.project}/base",
-                           {"ref": "refs/heads/main", "after": tip}, token=self.verifier_key)  # fmt: skip
-        if r.status_code != 200:
-            raise RuntimeError(f"base route: {r.status_code} {r.text}")
+        self.live.rest("POST", f"/api/verifier/projects/{self.project}/base",
+                       {"ref": "refs/heads/main", "after": tip}, token=self.verifier_key)  # fmt: skip
 
     def human(self, first_round: bool) -> None:
         while True:
             shown = self.statuses()
             for tid, t in shown.items():
                 if t["status"] == "needs_human":
-                    self.live.ok("POST", f"/api/tasks/{tid}/resolve", {"resolution": "requeue"})
+                    self.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "requeue"})
                     self.tally.requeued += 1
             fresh = sorted(
                 (t for t in shown.values() if t["status"] == "verified" and not t["stale"]),
@@ -478,7 +487,7 @@ class Fleet:
                           key=lambda t: t["status_changed_at"])  # fmt: skip
         if not verified:
             return
-        out = self.live.ok("POST", f"/api/projects/{self.project}/accept",
+        out = self.live.rest("POST", f"/api/projects/{self.project}/accept",
                            {"task_ids": [t["id"] for t in verified]})  # fmt: skip
         if out["refused"]:
             raise RuntimeError(f"batch acceptance refused: {out['refused']}")
@@ -523,20 +532,18 @@ def main() -> None:
     ap.add_argument("--agents", type=int, default=16)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=60)
-    args = ap.parse_args()
+    ap.add_argument(
+        "--tasks", type=int, default=len(JOBS), help=f"how many of the {len(JOBS)} tasks (see SAMPLE)"
+    )
+    args = smoke.parse(ap, modes="merge,merge-batch", agents=3, tasks=3, rounds=1)
     work = Path(tempfile.mkdtemp(prefix="taskgate-bench-merge-"))
     tallies: dict[str, Tally] = {}
+    live = start(work / "data")
     try:
         for mode in args.modes.split(","):
             repo = work / f"repo-{mode}"
             make_repo(repo)
-            (work / f"data-{mode}").mkdir()
-            live = start(work / f"data-{mode}")
-            try:
-                t = Fleet(live, repo, work, mode, args.agents, args.jobs).run(args.rounds)
-            finally:
-                live.proc.terminate()
-                live.proc.wait(30)
+            t = Fleet(live, repo, work, mode, args.agents, args.jobs, chosen(args.tasks)).run(args.rounds)
             tallies[mode] = t
             print(t.line(), flush=True)
             for b in t.broke:
@@ -558,6 +565,7 @@ def main() -> None:
         if none is not None and merge is not None and none.landed and merge.landed:
             print(f"runs_ratio={(merge.runs / merge.landed) / (none.runs / none.landed):.2f}")
     finally:
+        live.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,6 +1,6 @@
 """Reading a test report and matching verify_refs against it, at the size cap.
 
-    python bench/reports.py [--tests 100000] [--refs 50]
+    python bench/reports.py [--tests 100000] [--refs 50] [--smoke]
 
 Builds a JUnit report of vitest's shape (one suite per file, "describe > test" names, a failure
 in every 50th test) just under MAX_REPORT_BYTES, then prints:
@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from defusedxml.ElementTree import fromstring
 
+from benchkit import smoke
 from taskgate.domain.reports import MAX_REPORT_BYTES, parse_junit
 from taskgate.domain.testrefs import match, match_reports
 
@@ -53,10 +54,10 @@ def timed(fn: object, *args: object) -> tuple[float, object]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tests", type=int, default=100_000)
     ap.add_argument("--refs", type=int, default=50)
-    args = ap.parse_args()
+    args = smoke.parse(ap, tests=2000, refs=5)
     data = build(args.tests)
     if len(data) > MAX_REPORT_BYTES:
         sys.exit(f"{len(data)} bytes is over the cap {MAX_REPORT_BYTES}; ask for fewer --tests")

@@ -1,7 +1,7 @@
 """What the screen costs on JavaScript: tree-sitter (domain/screen_js.py) against the line
 patterns it replaced, on real third-party files as if a submission added every line.
 
-    python bench/screen.py [FILE ...] [--rounds 3]
+    python bench/screen.py [FILE ...] [--rounds 3] [--smoke]
 
 Without files it takes, from the JavaScript this environment has installed (Playwright's
 driver), the largest hand-written file (short lines) and the largest minified one. Prints, per
@@ -21,6 +21,8 @@ import site
 import sys
 import time
 from pathlib import Path
+
+from benchkit import smoke
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
@@ -58,12 +60,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = smoke.parse(parser, rounds=1)
     start = time.perf_counter()
     from taskgate.domain import screen_js
 
     screen_js.screen(screen.AddedFile("warm.js", "1;\n", frozenset({1})), is_bin=False, test_dirs=())
-    print(f"import_ms {1000 * (time.perf_counter() - start):.1f}")
+    print(f"import_ms={1000 * (time.perf_counter() - start):.1f}")
     for i, path in enumerate(args.files or _installed_js()):
         text = path.read_text(encoding="utf-8", errors="replace")
         f = screen.AddedFile("lib/x.js", text, frozenset(range(1, text.count("\n") + 2)))
@@ -74,11 +76,11 @@ def main() -> None:
         name = f"file{i}"
         size = len(text.encode())
         print(f"# {name}: {path}")
-        print(f"{name}_kb {size / 1024:.0f}")
-        print(f"{name}_tree_ms {1000 * tree:.0f}")
-        print(f"{name}_patterns_ms {1000 * patterns:.0f}")
-        print(f"{name}_ratio {tree / patterns:.2f}")
-        print(f"{name}_tree_mb_per_s {size / tree / 1e6:.2f}")
+        print(f"{name}_kb={size / 1024:.0f}")
+        print(f"{name}_tree_ms={1000 * tree:.0f}")
+        print(f"{name}_patterns_ms={1000 * patterns:.0f}")
+        print(f"{name}_ratio={tree / patterns:.2f}")
+        print(f"{name}_tree_mb_per_s={size / tree / 1e6:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What `taskgate verify` costs beyond the checks it runs: on a small synthetic repository, or
 on a real third-party one, where the cost of a second run is measured too.
 
-    python bench/verify_overhead.py [--runs 5] [--check-seconds 5]
+    python bench/verify_overhead.py [--runs 5] [--check-seconds 5] [--smoke]
     python bench/verify_overhead.py --repo pypi:parse [--runs 5]
 
 Synthetic (no --repo): a pytest project whose tests take about --check-seconds, one submitted
@@ -39,28 +39,16 @@ import sys
 import tarfile
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+from benchkit import smoke
+from benchkit.serve import Served, start
+from benchkit.users import check_python
 
 BIN = Path(sys.executable).parent
-
-
-def _check_python() -> str:
-    """Run as root, the verifier runs checks as an unprivileged user: they need a Python that
-    user can run (this one may live under root's 0700 home; the suite's helper finds one)."""
-    if os.geteuid() != 0:
-        return sys.executable
-    sys.path.insert(0, str(ROOT))
-    from tests.support.users import check_python
-
-    return check_python()
-
-
-CHECK = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {_check_python()} -m pytest -q -p no:cacheprovider --junitxml=reports/junit.xml"
+# Run as root, the verifier runs checks as an unprivileged user: they need a Python that user can run.
+CHECK = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {check_python()} -m pytest -q -p no:cacheprovider --junitxml=reports/junit.xml"
 
 
 def git(repo: Path, *args: str) -> str:
@@ -100,7 +88,7 @@ def seed(
     from taskgate.service.context import Context
     from taskgate.store.sqlite import SQLiteStore
 
-    data_dir.mkdir(parents=True)
+    data_dir.mkdir(parents=True, mode=0o700)  # as `taskgate serve` makes its data dir
     store = SQLiteStore(str(data_dir / "taskgate.db"))
     ctx, me = Context(store), acting(human("bench"))
     projects.create(ctx, me, "bench", repo=str(repo))
@@ -128,23 +116,6 @@ def seed(
     return verifier.secret, ids
 
 
-def serve(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        [str(BIN / "taskgate"), "serve", "--data-dir", str(data_dir), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("taskgate serve did not start")
-
-
 def direct_check(repo: Path, work: Path, check: str = CHECK) -> float:
     """The baseline: the check command by hand, in a plain clone."""
     clone = work / f"clone-{time.monotonic_ns()}"
@@ -156,20 +127,12 @@ def direct_check(repo: Path, work: Path, check: str = CHECK) -> float:
     return took
 
 
-def started(data: Path, key: str) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+def started(data: Path, key: str) -> tuple[Served, dict[str, str]]:
     """A `taskgate serve` on the seeded data dir, and the environment `taskgate verify` runs in."""
-    import socket
-
-    from taskgate.local.serve import admin_token
-
-    admin_token(data)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = serve(data, port)
+    server = start(data)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
-    env |= {"TASKGATE_SERVER": f"http://127.0.0.1:{port}", "TASKGATE_VERIFIER_KEY": key}
-    return proc, env
+    env |= {"TASKGATE_SERVER": server.base, "TASKGATE_VERIFIER_KEY": key}
+    return server, env
 
 
 def verify(task_id: str, env: dict[str, str]) -> tuple[dict[str, Any], float]:
@@ -217,8 +180,7 @@ def synthetic(args: argparse.Namespace) -> None:
                     flush=True,
                 )
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            proc.stop()
         print(f"baseline_direct_check_s={statistics.median(direct):.3f} runs={len(direct)}")
         print(f"overhead_share={statistics.median(shares):.3f}")
 
@@ -228,7 +190,7 @@ def synthetic(args: argparse.Namespace) -> None:
 # The library's own pytest options (coverage, doctests of its README) need plugins the check
 # does not install: the check states its own.
 THIRD_PARTY_CHECK = (
-    f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {_check_python()} -m pytest -q -o addopts= -p no:cacheprovider "
+    f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {check_python()} -m pytest -q -o addopts= -p no:cacheprovider "
     "--junitxml=reports/junit.xml {tests}"
 )
 
@@ -316,8 +278,7 @@ def third_party(args: argparse.Namespace) -> None:
                     print(f"run={i + 1} kind={kind} verdict={line['verdict']} {phases(t)} "
                           f"process_s={process_s:.3f}", flush=True)  # fmt: skip
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            proc.stop()
         if not all(second):
             raise SystemExit("a test-file submission ran no second run: the bench measures nothing")
         print(f"baseline_direct_check_s={statistics.median(direct):.3f} runs={len(direct)}")
@@ -334,7 +295,7 @@ def main() -> None:
     ap.add_argument("--repo", help="a third-party repository: pypi:<name>, or a git URL or path")
     ap.add_argument("--tests", default="tests", help="third party: the test directory the check runs")
     ap.add_argument("--ref-file", help="third party: the test file whose tests the criterion names")
-    args = ap.parse_args()
+    args = smoke.parse(ap, runs=1, check_seconds=0.2)
     if args.repo:
         third_party(args)
     else:

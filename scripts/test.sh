@@ -40,5 +40,6 @@ echo "== ruff"
 .venv/bin/ruff format --check src tests bench functions
 echo "== mypy"
 .venv/bin/mypy src
+# tests/bench runs every bench in bench/ in its smoke mode (--smoke: seconds each, figures printed).
 echo "== pytest"
 .venv/bin/pytest -n 2 "$@"

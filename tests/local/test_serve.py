@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
 import signal
 import socket
 import stat
 import subprocess
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from tests.support.server import TASKGATE, port_file, running
 
@@ -141,3 +144,58 @@ def test_a_port_already_taken_is_one_clear_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == f"taskgate serve: cannot listen on 127.0.0.1:{port}: Address already in use"
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_connections_serve_accepts_have_nagle_off() -> None:
+    """The listening socket `taskgate serve` binds, served by uvicorn as serve serves it: the
+    connection it accepts has TCP_NODELAY set, so an answer written in two sends (headers, then
+    body) goes out at once instead of waiting for the client to acknowledge the first."""
+    import uvicorn
+
+    from taskgate.local.serve import bind
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]})
+    thread.start()
+    try:
+        with socket.create_connection(sock.getsockname()[:2], timeout=30) as client:
+            client.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"ok"):
+                answer += client.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 200")
+            [accepted] = [
+                c.transport.get_extra_info("socket")
+                for c in list(server.server_state.connections)
+                if c.transport.get_extra_info("peername") == client.getsockname()
+            ]
+            assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def test_a_keep_alive_connection_is_answered_without_waiting_for_the_delayed_ack(tmp_path: Path) -> None:
+    """With Nagle's algorithm on, every answer on a keep-alive connection waits for the client's
+    delayed ACK of its first send: Linux holds that ACK 40 ms at the least, so no request can
+    come back sooner. With it off, /api/health takes a millisecond or two; the fastest of 20
+    must be under the floor (it fails only if all 20 are slower than 40 ms)."""
+    with running(tmp_path / "d") as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        seconds: list[float] = []
+        for i in range(25):  # the first 5: the kernel acknowledges a new connection at once
+            started = time.perf_counter()
+            conn.request("GET", "/api/health")
+            response = conn.getresponse()
+            assert response.status == 200 and b'"ok"' in response.read()
+            if i >= 5:
+                seconds.append(time.perf_counter() - started)
+        conn.close()
+    assert min(seconds) < 0.040, f"every answer took 40 ms or more: {[round(s * 1000, 1) for s in seconds]}"

@@ -11,7 +11,7 @@ over a real store, then compares:
   run and risk; every spec's status and risk; the project's verification switch and max_attempts.
 
 A divergence either fails the example (strict mode: pytest; Hypothesis shrinks it) or is recorded
-and ends the example (record mode: bench/model_check.py counts them by kind and goes on).
+and ends the example (record mode: tests/model/long_run.py counts them by kind and goes on).
 
 Rules are few and weighted (an `action` drawn from a list with repeats) so that an example goes
 deep: claim, work, submit, verify, accept, reopen, expire, in a few dozen steps.

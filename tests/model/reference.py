@@ -1,6 +1,6 @@
 """A pure reference model of taskgate's rules, written from DESIGN.md and the seeds.
 
-It is an independent oracle for the model-based test (test_stateful.py, bench/model_check.py):
+It is an independent oracle for the model-based test (test_stateful.py, tests/model/long_run.py):
 nothing here imports taskgate, and nothing was taken from the service code. The rules come from
 DESIGN.md sections 2-4, the seeds (000 verification, 001 agent lifecycle, 002 verify gate) and
 the lifecycle rows the first session added on purpose (documented in domain/lifecycle.py's

@@ -1,6 +1,6 @@
 """The services follow the reference model, step by step, on both adapters (CI profile).
 
-The long run is `bench/model_check.py` (10,000+ steps on each adapter, every divergence counted
+The long run is `tests/model/long_run.py` (10,000+ steps on each adapter, every divergence counted
 by kind). Here: a short, derandomized profile that fails on the first
 divergence, with Hypothesis shrinking it to a minimal sequence of steps.
 """

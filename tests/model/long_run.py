@@ -1,7 +1,10 @@
 """The model-based check at length: the reference model and the real services side by side.
 
-    python bench/model_check.py [--sqlite-steps 10000] [--dynamodb-steps 10000] [--steps-per-example 100]
-                                [--details]
+    python -m tests.model.long_run [--sqlite-steps 10000] [--dynamodb-steps 10000]
+                                   [--steps-per-example 100] [--details]
+
+(from the repository's root). It lives beside the machine it drives: it is a tool of the model
+test, not a benchmark of taskgate's.
 
 Runs Hypothesis state machines (tests/model/machine.py) in record mode: a divergence ends its
 example and is counted; generation goes on until each adapter has run its steps. Prints one line
@@ -17,15 +20,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT))
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
 
-from hypothesis import HealthCheck, Phase, settings  # noqa: E402
-from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
-from tests.model.machine import Recorder, machine_for  # noqa: E402
+from tests.model.machine import Recorder, machine_for
 
 NAMES = {"sqlite": "sqlite", "dynamodb": "dynamodb(moto)"}
 

@@ -2,7 +2,9 @@
 (a scan before and after a refused step, proving it wrote nothing; a batched get of every task
 after every step, to compare) against reading moto's table directly (what the tests do).
 
-    python bench/model_harness.py [--examples 4] [--steps 60]
+    python -m tests.model.harness_cost [--examples 4] [--steps 60]
+
+(from the repository's root).
 
 Runs the same derandomized DynamoDB profile twice, once with each way of reading every item
 (the draws and the services' seeded randomness make both runs take the same steps), and prints:
@@ -16,20 +18,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT))
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
 
-from hypothesis import HealthCheck, settings  # noqa: E402
-from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
-from tests.model import machine  # noqa: E402
-from tests.model.machine import Recorder, machine_for  # noqa: E402
-from tests.support import dynamo, world  # noqa: E402
-
-from taskgate.store.dynamodb import DynamoDBStore  # noqa: E402
+from taskgate.store.dynamodb import DynamoDBStore
+from tests.model import machine
+from tests.model.machine import Recorder, machine_for
+from tests.support import dynamo, world
 
 
 def scanned_items(store: DynamoDBStore) -> list[dict[str, Any]]:
