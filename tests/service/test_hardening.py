@@ -1,4 +1,4 @@
-"""Issue 8 (hardening), at the service level: each test pins one defect and failed before its fix.
+"""Hardening, at the service level: each test pins one defect and failed before its fix.
 
 Crashes in the middle of a cascade are injected through the Context's checkpoint hook (the
 same hook `TASKGATE_FAULT` drives in a real `taskgate serve`, tests/local/test_crash.py): it

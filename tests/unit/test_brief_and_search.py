@@ -159,7 +159,7 @@ def test_rank_scores_as_bm25_defines_them_when_texts_repeat_across_calls() -> No
             assert abs(got[doc_id] - score) < 1e-9
 
 
-# -- criteria changed after work began (issue 16, item 1) ---------------------------------------
+# -- criteria changed after work began ----------------------------------------------------------
 
 
 def test_a_criteria_change_names_what_was_removed_and_added_by_what_it_asks() -> None:

@@ -1,5 +1,5 @@
 """The brief fits ~2,000 tokens whatever the input, never cuts an identifier, and is built in
-one linear pass (issue 8, defects 2 and 5)."""
+one linear pass."""
 
 from __future__ import annotations
 
@@ -238,7 +238,7 @@ def test_the_measure_of_tricky_text(text: str) -> None:
     assert briefs._size({"t": [text]}) == size({"t": [text]})
 
 
-# -- a failed run's findings (issue 17) -----------------------------------------------------------
+# -- a failed run's findings ----------------------------------------------------------------------
 
 
 def _failed_run(output: str, message: str, attempt: int = 1) -> Finding:

@@ -1,5 +1,5 @@
 """`taskgate verify --once` end to end: real repositories, real pytest and node runs writing real
-reports, a real server deciding. Each test is one situation of seed 000's "How a run works"."""
+reports, a real server deciding. Each test is one situation of how a run works."""
 
 from __future__ import annotations
 
