@@ -15,7 +15,7 @@ from taskgate.domain.principals import Acting, acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import brief, claims, review, specs, tasks
 from taskgate.store.port import Op
-from tests.service.test_hardening import BeforeCommit
+from tests.support.before_commit import BeforeCommit
 from tests.support.world import World, dump
 
 
