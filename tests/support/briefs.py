@@ -4,6 +4,7 @@ and `build_brief`, which fills in every argument a test leaves out."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from taskgate.domain import brief as briefs
 from taskgate.domain.models import Criterion, Decision, Project, Status, Task
@@ -43,7 +44,7 @@ def make_decision(n: int, body: str, spec: str | None = None) -> Decision:
 PROJECT = Project(name="p", created_by="human:a", created_at=T0)
 
 
-def build_brief(**kw: object) -> dict[str, object]:
+def build_brief(**kw: object) -> dict[str, Any]:
     args: dict[str, object] = dict(
         task=make_task(),
         project=PROJECT,
