@@ -1,5 +1,5 @@
-"""How long building one task's brief takes as the task's notes (issue 8, defect 2) and its
-project's decisions (issue 9: every claim builds one) grow.
+"""How long building one task's brief takes as the task's notes and its project's
+decisions (every claim builds one) grow.
 
     python bench/brief.py [--notes 100,400,800] [--decisions 0,100,300] [--repeat 3] [--smoke]
 

@@ -159,7 +159,7 @@ USD_PER_KMS_SIGN = {"RSA_2048": 0.03 / 10_000, "ECC_NIST_P256": 0.15 / 10_000}
 # Memory of each function in template.yaml (MB).
 MEMORY_MB = {"mcp": 1024, "api": 1024, "authorizer": 512, "dispatcher": 512}
 FULL_VCPU_MB = 1769  # Lambda gives a function one full vCPU at 1,769 MB, a share below that
-# DynamoDB latency per request inside the function, seconds. Writes: DESIGN.md section 5
+# DynamoDB latency per request inside the function, seconds. Writes: as measured on DynamoDB
 # (p50 ~7.5 ms for a conditional write, ~25 ms for a transaction); reads: an assumption.
 LATENCY_S = {
     "GetItem": 0.005,
@@ -391,7 +391,7 @@ class Meter:
         failed = "Error" in parsed
         if op in WRITES:
             # A transaction costs twice the units of each item; a cancelled one, or a failed
-            # conditional write, still costs its items (DESIGN.md section 5), but writes no index.
+            # conditional write, still costs its items, but writes no index.
             factor = 2 if op == "TransactWriteItems" else 1
             for kind, key, old in before:
                 new = (

@@ -37,8 +37,8 @@ def any_world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]
 def race_world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     """Services over each adapter for tests where threads race.
 
-    SQLite races run unserialized. moto is not atomic under concurrent requests (DESIGN.md
-    section 5: 10-33% of trials had two winners), so the DynamoDB store's requests run one at a
+    SQLite races run unserialized. moto is not atomic under concurrent requests
+    (10-33% of trials had two winners), so the DynamoDB store's requests run one at a
     time: the race still interleaves our reads, decisions and conditional writes, which is the
     logic under test; per-item atomicity itself is DynamoDB's guarantee.
     """

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from taskgate.service.commits import base_tip
-from tests.adversarial.test_harness import ALL_PASS
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run, serving
+from tests.support.cheats import ALL_PASS
 from tests.support.users import shared_tmp
 from tests.verifier.support import (
     BROKEN,

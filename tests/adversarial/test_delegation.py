@@ -1,4 +1,4 @@
-"""Delegation (issue 16, item 5; seed 001): "An agent that a human explicitly asks to make such a
+"""Delegation: "An agent that a human explicitly asks to make such a
 change passes its own id with on_behalf_of: "human:<name>": it gets the human's permissions,
 history records both, and it is refused on work the agent claimed or submitted itself."
 

@@ -1,7 +1,7 @@
-"""Moving goalposts (issue 16, item 1), played as the gated agent: its own MCP key, a real MCP
+"""Moving goalposts, played as the gated agent: its own MCP key, a real MCP
 client over real HTTP, a real `taskgate serve`, a verifier's run through the verifier endpoints.
 
-DESIGN.md section 2: "A task's criteria and risk are fixed once work can start on them: only a
+docs/architecture.md, "Principals": "A task's criteria and risk are fixed once work can start on them: only a
 human (or an architect, while the spec is a draft) changes them." The executor whose attempt just
 failed tries every neighbouring path to check less next time; a human's change is recorded.
 """

@@ -20,6 +20,7 @@ import pytest
 
 from taskgate.domain.baseline import changed_digest
 from tests.mcp.live import Live, serving
+from tests.support.cheats import ALL_PASS
 from tests.support.users import shared_tmp
 from tests.verifier.support import (
     BROKEN,
@@ -33,17 +34,6 @@ from tests.verifier.support import (
     pytest_config,
 )
 
-# A conftest that turns every test's outcome into a pass: the failing test reports as passed.
-ALL_PASS = """\
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-"""
 # A `pytest` package of the commit's own, which `python -m pytest` runs instead of pytest: a
 # version line and an all-pass report.
 FAKE_PYTEST = """\

@@ -1,4 +1,4 @@
-"""Issue 16, paths 3 and 4, played as the gated agent: a shell as the human's own OS user, with
+"""A human's CLI, played as the gated agent: a shell as the human's own OS user, with
 the admin token in the data dir the CLI reads by itself, but no person at a terminal.
 
 The agent's shell is the CLI in a subprocess of its own session (no controlling terminal) with

@@ -1,4 +1,4 @@
-"""Issue 8 (hardening) through the REST handler: bad text and bad JSON are refused with a stable
+"""Hardening through the REST handler: bad text and bad JSON are refused with a stable
 code and change nothing; reads page; creates take a request id; lists filter by claimer."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The human-only rules of the seeds, end to end through the REST API."""
+"""The human-only rules, end to end through the REST API."""
 
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ def test_the_verifier_config_is_validated(env: Env) -> None:
 
 
 def test_switching_off_with_work_in_flight(env: Env) -> None:
-    """DESIGN.md section 4: needs_verification becomes acceptable directly, verified stays
+    """Switching verification off: needs_verification becomes acceptable directly, verified stays
     acceptable, and a run in progress on a task accepted or reopened is marked superseded."""
     pid = env.project("demo", verification=True)
     local = env.actings["verifier"]

@@ -6,7 +6,7 @@ the credential the operation is declared for. Checks: no 5xx, and every response
 the schema documented for its status. A fixed, derandomized example budget keeps it short.
 
 Bodies are generated valid and invalid (schemathesis' negative mode), and a hook turns some of
-them hostile (issue 8): a lone UTF-16 surrogate in one string, a value nested hundreds deep,
+them hostile: a lone UTF-16 surrogate in one string, a value nested hundreds deep,
 or a body that is nothing but nesting. Each must be refused with a 4xx, never a 500.
 """
 

@@ -1,5 +1,5 @@
 """The verifier-facing additions of the REST API: work across projects, and the draft config
-a human starts from ("start from project commands", seed 000)."""
+a human starts from ("start from project commands")."""
 
 from __future__ import annotations
 

@@ -290,7 +290,7 @@ def test_a_task_deleted_from_the_database_is_found_by_its_number(signed: World) 
 
 
 def test_an_acceptance_of_a_status_edited_to_verified_is_found(signed: World) -> None:
-    """Issue 20's case: whoever can write the database writes `verified` over a failed run. The
+    """A forged status: whoever can write the database writes `verified` over a failed run. The
     human then accepts, and the server signs a summary relying on the task's last statement (the
     FAILED run's): the audit finds that, as `attest verify` would in the bundle."""
     scene = new_scene(signed, verification_on=True)

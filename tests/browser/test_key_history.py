@@ -1,4 +1,4 @@
-"""Issue 16, path 4, on the board: a key minted for every project shows in each project's
+"""On the board: a key minted for every project shows in each project's
 history, marked as such, and the history view can show the keys for every project alone."""
 
 from __future__ import annotations

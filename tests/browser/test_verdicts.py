@@ -1,4 +1,4 @@
-"""Verdicts that tell the truth on the board (issue 17): flags belong to their attempt, a task in
+"""Verdicts that tell the truth on the board: flags belong to their attempt, a task in
 needs_human says why and offers what answers it, a failed run shows each failing test's own
 message and the end of a failing check's output, and the drawer and cards have the room they
 need at ordinary desktop widths."""

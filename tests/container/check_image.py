@@ -39,8 +39,8 @@ NODE_TAG = "localhost/taskgate-verifier:check-node"
 HADOLINT = Path(sys.executable).with_name("hadolint")
 _n = itertools.count(1)
 
-# A Python project in the image's own terms (Python and git only): its check writes seed 000's
-# JSON report and exits as its tests did.
+# A Python project in the image's own terms (Python and git only): its check writes a JSON
+# report and exits as its tests did.
 CHECK_PY = """\
 import json, os, sys, unittest
 
@@ -329,7 +329,7 @@ def test_the_verifier_image_without_node_says_so_and_uses_no_attempt(
     assert run["summary"].startswith("the verifier's image has no `node`: check unit"), run["summary"]
 
 
-# The hostile check (seed 002, DESIGN.md section 2: the verifier's keys never reach the code it
+# The hostile check (the verifier's keys never reach the code it
 # runs): the executor's own code, run as the check, looks for anything shaped like a taskgate key
 # or the git token in every process's environment and command line and in every file it can
 # read. It records where it found one and the sha256 of what it found (never the value itself,

@@ -160,8 +160,8 @@ def test_the_sweep_starts_a_task_where_work_waits_behind_a_lost_one_and_logs_it_
 
 def test_racing_dispatchers_start_exactly_the_concurrency() -> None:
     """Eight dispatchers at once for a project with eight submissions and a concurrency of 3:
-    three tasks, one per slot. moto's requests are serialized (DESIGN.md section 5: moto is not
-    atomic under concurrency); the threads interleave between a read and its conditional write,
+    three tasks, one per slot. moto's requests are serialized (moto is not atomic under
+    concurrency); the threads interleave between a read and its conditional write,
     which is where the slot logic could let a fourth through."""
     with stack(verifier_concurrency=3) as s:
         _project(s)

@@ -34,11 +34,14 @@ from taskgate.domain.run_report import Evidence
 from taskgate.service import claims, keys, projects, specs, staleness, tasks
 from taskgate.service.context import Context
 from tests.functions.stack import ACCOUNT, CONDITIONS, Stack, resolve, resource, stack, stream_event, template
-from tests.functions.test_board_publisher import CloudFormation, _request, _setup, _web
-from tests.functions.test_request_handlers import authorizer_event, behind_authorizer, jwt_event
-from tests.functions.test_sweeper import abandoned_run, scheduler_event
 from tests.mcp.events import LEGACY, mcp_headers, rpc, v2_event
+from tests.support.board_publisher import CloudFormation
+from tests.support.board_publisher import board_files as _web
+from tests.support.board_publisher import bucket_and_distribution as _setup
+from tests.support.board_publisher import custom_resource_request as _request
 from tests.support.evidence import BASE0, CONFIG, TIP1, run_verifier
+from tests.support.gateway_events import authorizer_event, behind_authorizer, jwt_event
+from tests.support.sweeps import abandoned_run, scheduler_event
 from tests.support.world import SHA
 
 REGION = "us-east-1"

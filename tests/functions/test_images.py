@@ -26,8 +26,8 @@ from taskgate.domain.models import CredentialKind, CriterionInput, VerifierKind
 from taskgate.domain.principals import Acting, acting, human
 from taskgate.service import claims, keys, projects, records, tasks
 from tests.functions.stack import ACCOUNT, Stack, run_task_requests, stack, stream_event
-from tests.functions.test_request_handlers import jwt_event
 from tests.support.dynamo import REGION
+from tests.support.gateway_events import jwt_event
 from tests.support.world import SHA
 
 HUMAN = acting(human("alice"))

@@ -30,9 +30,9 @@ from taskgate.service import claims, dispatch, keys, projects, records, stalenes
 from taskgate.verifier import tips
 from taskgate.verifier.checkout import Git
 from tests.functions.stack import Stack, stack, stream_event
-from tests.functions.test_request_handlers import authorizer_event, behind_authorizer
 from tests.mcp.events import v2_event
 from tests.support.evidence import BASE0, BASE1, CONFIG, TIP0, TIP1, run_verifier
+from tests.support.gateway_events import authorizer_event, behind_authorizer
 from tests.support.world import SHA
 
 HUMAN = acting(human("alice"))

@@ -1,4 +1,4 @@
-"""`taskgate serve` killed with SIGKILL, then restarted on the same data dir (issue 8).
+"""`taskgate serve` killed with SIGKILL, then restarted on the same data dir.
 
 Under write load: every write that was acknowledged (a 2xx, or an MCP result without isError)
 is there after the restart, and no task is in a state the rules forbid.

@@ -1,4 +1,4 @@
-"""Issue 18's first-step commands against a real `taskgate serve`: spec create (Markdown that
+"""A new user's first-step commands against a real `taskgate serve`: spec create (Markdown that
 round-trips through spec export, and JSON), task create, project defaults, task show. Each runs
 as an agent's shell would (no terminal): none of them is human-only, and each is read back
 over REST."""
@@ -219,7 +219,7 @@ def test_a_criterion_line_that_is_not_one_names_its_line() -> None:
         parse_spec_markdown("# T\n\n## Acceptance criteria\nsome prose\n")
 
 
-# -- friendlier refusals (issue 18, item 3) ------------------------------------------------------
+# -- friendlier refusals -------------------------------------------------------------------------
 
 
 def test_project_create_wants_a_git_repository_or_a_url(server: Server, tmp_path: Path) -> None:

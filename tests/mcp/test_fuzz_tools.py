@@ -1,4 +1,4 @@
-"""Every MCP tool fuzzed over real HTTP against `taskgate serve` (issue 8).
+"""Every MCP tool fuzzed over real HTTP against `taskgate serve`.
 
 Arguments are generated from each tool's own published input schema: the tool list is turned
 into an OpenAPI document (one operation per tool, its inputSchema as the request body) so that

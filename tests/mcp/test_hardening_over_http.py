@@ -1,4 +1,4 @@
-"""Issue 8 (hardening) over real HTTP against `taskgate serve`: every refusal carries a code,
+"""Hardening over real HTTP against `taskgate serve`: every refusal carries a code,
 poisoned text never breaks an answer after a commit, protocol versions are checked, and the
 agent-facing additions (paging, claimed_by, request ids) work through the SDK client."""
 

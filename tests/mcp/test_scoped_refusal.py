@@ -1,5 +1,5 @@
 """A key scoped to one project naming another (or one that does not exist) over MCP: one answer
-for both, which names the project and sends the agent to its own projects (issue 18), not to
+for both, which names the project and sends the agent to its own projects, not to
 "ask a human on the board"."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tool catalog an agent sees (tools/list): every tool of DESIGN.md section 6, each with a
+"""The tool catalog an agent sees (tools/list): every tool an agent is given, each with a
 description a model can act on and exact, described schemas."""
 
 from __future__ import annotations

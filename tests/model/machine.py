@@ -546,7 +546,7 @@ class ModelMachine(RuleBasedStateMachine):
                     "live_run": mt.live_run is not None,
                     "risk": mt.risk,
                 }
-                # Why a task waits for a human (issue 17); no reason once it left needs_human.
+                # Why a task waits for a human; no reason once it left needs_human.
                 want["why"] = mt.why if mt.status == ref.NEEDS_HUMAN else None
                 real["why"] = rt.needs_human.why.value if rt.needs_human is not None else None
                 want["conflicts_in_row"] = mt.conflicts_in_row
@@ -770,7 +770,7 @@ class ModelMachine(RuleBasedStateMachine):
 
     def _claim_next(self, c: ref.Caller, lease: int | None) -> None:
         """claim_task without an id: the server picks among the ready tasks with the highest
-        priority (higher is claimed first; among equals, any: DESIGN.md section 5 spreads racers
+        priority (higher is claimed first; among equals, any: the server spreads racers
         over the top few); the model checks the pick."""
         real = lambda: claims.claim(self.ctx, self.act(c), PROJECT, lease_minutes=lease)  # noqa: E731
         try:

@@ -1,8 +1,8 @@
-"""A pure reference model of taskgate's rules, written from DESIGN.md and the seeds.
+"""A pure reference model of taskgate's rules, written from the product's design.
 
 It is an independent oracle for the model-based test (test_stateful.py, tests/model/long_run.py):
 nothing here imports taskgate, and nothing was taken from the service code. The rules come from
-DESIGN.md sections 2-4, the seeds (000 verification, 001 agent lifecycle, 002 verify gate) and
+the design (principals, the lifecycle, verification, the verify gate; docs/architecture.md) and
 the lifecycle rows the first session added on purpose (documented in domain/lifecycle.py's
 table comments and its closing note):
 
@@ -10,19 +10,19 @@ table comments and its closing note):
 - ready|blocked -> backlog when a spec is revised (tasks wait in backlog while their spec is a draft);
 - a verifier error keeps needs_verification; the third in a row lands in needs_human;
 - a system move to ready for a task whose attempts are used up lands in needs_human;
-- a run whose only non-passing criteria are ambiguous test refs (a spec error, DESIGN.md section
-  4) lands in needs_human at once, using no attempt (issue 17).
+- a run whose only non-passing criteria are ambiguous test refs (a spec error) lands in
+  needs_human at once, using no attempt.
 
-A task in needs_human records why (DESIGN.md section 4 and issue 17: attempts used up, verifier
+A task in needs_human records why (attempts used up, verifier
 errors, a spec error, an escalation, a reported failure); the model keeps the same word.
 
-Where DESIGN.md and the seeds are silent the model picks what a careful user would expect; each
+Where the design is silent the model picks what a careful user would expect; each
 such choice says so in a comment ("Silent:"). Some of those were settled by a divergence: the
 code had made a different but reasonable choice (the order of checks, which code a resolution
 that does not fit gets, revising a draft, a run's time budget), and the model took it.
 
 Time is whole minutes from an arbitrary epoch; the machine advances the real ManualClock by the
-same amounts. A claim is live while `expires > now` (DESIGN.md section 5: the condition checks
+same amounts. A claim is live while `expires > now` (the store's condition checks
 `expires_at > now`).
 
 Every action either raises `Refused` having changed nothing (except writing down what was
@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-# Statuses (DESIGN.md section 3).
+# Statuses (docs/architecture.md, "The task lifecycle").
 BACKLOG = "backlog"
 READY = "ready"
 CLAIMED = "claimed"
@@ -50,7 +50,7 @@ DEFAULT_LEASE = 30
 MAX_LEASE = 120
 VERIFIER_ERRORS_TO_HUMAN = 3
 CONFLICTS_TO_HUMAN = 3  # merge conflicts in a row
-# Silent in DESIGN.md: a run nobody finishes (a verifier that died) must not hold its task for
+# Silent in the design: a run nobody finishes (a verifier that died) must not hold its task for
 # ever. The choice made with `taskgate verify` (see service/verification.py's budget): a run
 # gets every check's timeout, two more check timeouts (command criteria, reviewer) and 30
 # minutes of grace; past that it is abandoned, and the next start on its task or the sweeper
@@ -63,7 +63,7 @@ RISKS = ("low", "medium", "high")
 RISK_RANK = {r: i for i, r in enumerate(RISKS)}
 
 
-# The human moves by where they go (DESIGN.md section 3's table, rows a human makes): the
+# The human moves by where they go (the lifecycle table's rows a human makes): the
 # move update_task(status) makes, from the task's status to the one asked for.
 HUMAN_MOVES: dict[tuple[str, str], str] = {
     (NEEDS_VERIFICATION, DONE): "accept",
@@ -106,7 +106,7 @@ def _refuse(code: str, why: str = "") -> Refused:
 class Checks:
     """Collects every reason to refuse an action.
 
-    Silent: DESIGN.md gives each refusal a stable code but no order among several faults at
+    Silent: the design gives each refusal a stable code but no order among several faults at
     once (a stranger asking about a task that does not exist, a bad argument on a task in the
     wrong state). The model accepts any code whose reason applies; authentication comes first
     (there is no caller without it).
@@ -129,7 +129,7 @@ class Checks:
 
 
 def bad_text(value: str) -> bool:
-    """Text a client could never read back: a lone UTF-16 surrogate (issue 8, defect 1)."""
+    """Text a client could never read back: a lone UTF-16 surrogate."""
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
 
 
@@ -192,7 +192,7 @@ class Task:
     claims: int = 0
     claim: Claim | None = None
     # One record per claim: (how it ended, whether it used an attempt); None while open. An
-    # ended attempt is never rewritten (seed 002's forward-only rule, per attempt). A submitted
+    # ended attempt is never rewritten (the forward-only rule, per attempt). A submitted
     # attempt is ("submitted", False) here and its record is not compared (the machine says why).
     attempts: list[tuple[str | None, bool]] = field(default_factory=list)
     # Credentials that claimed or submitted this task: a delegated key is refused on that work.
@@ -244,7 +244,7 @@ class Model:
     # ---- who is asking -------------------------------------------------------------------
 
     def _auth(self, c: Caller) -> Key:
-        """Identity comes from the credential, never from an argument (DESIGN.md section 2)."""
+        """Identity comes from the credential, never from an argument (docs/architecture.md, "Principals")."""
         key = self.keys[c.key]
         if key.revoked:
             raise _refuse("E_UNAUTHORIZED", "revoked key")
@@ -313,14 +313,14 @@ class Model:
             t.live_run = None
 
     def _to_ready(self, t: Task, *, uses_attempt: bool, system: bool) -> None:
-        """A move "to ready" (DESIGN.md section 3): the last attempt, or a system move with the
+        """A move "to ready" (the lifecycle table): the last attempt, or a system move with the
         attempts used up, lands in needs_human; a task whose spec is a draft waits in backlog."""
         if uses_attempt:
             t.used += 1
         if (uses_attempt or system) and t.used >= self._max(t):
             self._to_human(t, "attempts_used_up")
         elif self._spec_draft(t):
-            # Silent: seed 001 says tasks wait in backlog while their spec is a draft; a claim
+            # Silent: the design says tasks wait in backlog while their spec is a draft; a claim
             # that ends under a revised spec must not put the task in the queue.
             t.status = BACKLOG
         else:
@@ -405,7 +405,7 @@ class Model:
         chk.need(not key.revoked, "E_WRONG_STATE", "already revoked")
         chk.done()
         key.revoked = True
-        # "revoke it in the Verifiers tab and runs under it end as errors" (seed 000).
+        # "revoke it in the Verifiers tab and runs under it end as errors".
         for t in self.tasks:
             if t.live_run is not None and self.runs[t.live_run].key == name:
                 self._touch(t)
@@ -415,7 +415,7 @@ class Model:
 
     def create_spec(self, c: Caller, *, risk: str, kinds: tuple[str, ...], title: str) -> int:
         key, chk = self._start(c)
-        # DESIGN.md section 2 names approval (low risk) as the architect's only extra right; a
+        # The design names approval (low risk) as the architect's only extra right; a
         # draft by any agent waits for an approval.
         chk.need(key.kind != "verifier", "E_FORBIDDEN", "verifiers do not write specs")
         chk.need(not bad_text(title), "E_VALIDATION", "bad text")
@@ -440,7 +440,7 @@ class Model:
         if s is not None:
             chk.need(s.status == "draft", "E_WRONG_STATE", "an approved spec is revised, not edited")
             if risk is not None and RISK_RANK[risk] < RISK_RANK[s.risk]:
-                # Issue 8, defect 6: lowering risk is a human action; an agent may only raise it
+                # Lowering risk is a human action; an agent may only raise it
                 # (a delegated agent too: like approving medium or high risk, it is for the board).
                 chk.need(self.keys[c.key].kind == "human", "E_FORBIDDEN", "only a human lowers risk")
         chk.done()
@@ -640,7 +640,7 @@ class Model:
         t.touched_by.add(c.key)
 
     def edit_criteria(self, c: Caller, label: int, *, own_kinds: tuple[str, ...] | None) -> None:
-        """update_task(criteria | spec_criteria). DESIGN.md section 2: "A task's criteria and risk
+        """update_task(criteria | spec_criteria). The design: "A task's criteria and risk
         are fixed once work can start on them: only a human (or an architect, while the spec is a
         draft) changes them." `own_kinds`: new criteria of the task's own; None: which of its
         spec's criteria it holds (the machine names them all, so what is verified stays the same)."""
@@ -650,7 +650,7 @@ class Model:
         human = key.kind == "human"
         architect = key.kind == "agent" and key.role == "architect" and not delegated
         # Silent on delegation: a delegated key may claim the task next, so criteria stay with
-        # the human on the board, like lowering a spec's risk (issue 16's choice).
+        # the human on the board, like lowering a spec's risk.
         chk.need(human or architect, "E_FORBIDDEN", "criteria: a human, or an architect on a draft")
         t = self._find(label, chk)
         if t is not None:
@@ -672,7 +672,7 @@ class Model:
     def set_status(
         self, c: Caller, label: int, target: str, *, findings: bool, blocked_by: list[int], note: bool
     ) -> None:
-        """Agents can't write status; only a human can (seed 001), through update_task or the
+        """Agents can't write status; only a human can, through update_task or the
         board, and an agent a human delegated to with on_behalf_of. The status names the move."""
         _, chk = self._start(c)
         chk.need(self._is_human(c), "E_FORBIDDEN", "agents do not write status")
@@ -758,7 +758,7 @@ class Model:
         self._humans(c, chk)
         t = self._find(label, chk)
         if t is not None:
-            # A delegated agent is refused on work its key claimed or submitted (DESIGN.md section 2).
+            # A delegated agent is refused on work its key claimed or submitted.
             # Silent on the code: E_SELF_ACCEPT is the one the design names for own work.
             chk.need(not self._own_work(c, t), "E_SELF_ACCEPT", "own work")
         return t
@@ -779,8 +779,8 @@ class Model:
         self._supersede(t)
         t.conflicts_in_row = 0
         # Reopening submitted work (needs_verification, verified) uses an attempt; reopening done
-        # work does not: DESIGN.md's table marks the first two rows and leaves done -> ready
-        # blank (the design wins over seed 001's "a reopen uses an attempt").
+        # work does not: the design's lifecycle table marks the first two rows and leaves
+        # done -> ready blank (the table wins over an older "a reopen uses an attempt").
         self._to_ready(t, uses_attempt=t.status != DONE, system=False)
 
     def cancel(self, c: Caller, label: int) -> None:

@@ -101,7 +101,7 @@ def test_a_profile_is_repeatable() -> None:
 
 
 def test_the_model_catches_a_planted_defect(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check can fail: with release_task made to use an attempt (DESIGN.md: it never does),
+    """The check can fail: with release_task made to use an attempt (the rule: it never does),
     the machine reports the difference."""
     rows = tuple(
         replace(m, uses_attempt=True) if m.action is lifecycle.Action.RELEASE else m for m in lifecycle.TABLE

@@ -280,7 +280,7 @@ def test_a_human_resolves_a_task_whose_last_lease_lapsed_without_a_sweep(any_wor
 
 @pytest.mark.parametrize("ending", ["release", "failure", "expiry", "requeue"])
 def test_a_claim_that_ends_under_a_revised_spec_waits_in_backlog(any_world: World, ending: str) -> None:
-    """Tasks wait in backlog while their spec is a draft (seed 001): a claim that ends after its
+    """Tasks wait in backlog while their spec is a draft: a claim that ends after its
     spec was revised goes there, not to the queue, and approval brings it back (found by the
     model-based test: it landed in ready under the draft)."""
     from taskgate.service import review, specs

@@ -1,4 +1,4 @@
-"""The duplicate-criterion warning (seed 001) from the project's ref index (service/refs.py):
+"""The duplicate-criterion warning from the project's ref index (service/refs.py):
 exact whichever way a task came to hold a ref or stopped holding it, exact under concurrent
 creates, and read in requests bounded by the new task's criteria, not the project's tasks."""
 

@@ -1,4 +1,4 @@
-"""A task's criteria are fixed once work can start on them (DESIGN.md section 2, issue 16): only a
+"""A task's criteria are fixed once work can start on them: only a
 human changes them, or an architect while the task's spec is a draft; a human's change after an
 attempt is in the history (before and after) and in the next brief. And update_task(status): a
 human's moves, made by a delegated agent through the services that make them anywhere else."""
@@ -15,7 +15,7 @@ from taskgate.domain.principals import Acting, acting
 from taskgate.domain.specs import criteria_of
 from taskgate.service import brief, claims, review, specs, tasks
 from taskgate.store.port import Op
-from tests.service.test_hardening import BeforeCommit
+from tests.support.before_commit import BeforeCommit
 from tests.support.world import World, dump
 
 
@@ -156,7 +156,7 @@ def test_own_criteria_replaced_by_a_human_say_what_they_ask_now(world: World) ->
     assert len(w.reload(c.task.id).criteria_changes) == 1
 
 
-# -- update_task(status): a human's moves, delegated (issue 16, item 5) -------------------------
+# -- update_task(status): a human's moves, delegated --------------------------------------------
 
 
 def _delegate(w: World, name: str = "dee") -> Acting:

@@ -1,4 +1,4 @@
-"""Issue 8 (hardening), at the service level: each test pins one defect and failed before its fix.
+"""Hardening, at the service level: each test pins one defect and failed before its fix.
 
 Crashes in the middle of a cascade are injected through the Context's checkpoint hook (the
 same hook `TASKGATE_FAULT` drives in a real `taskgate serve`, tests/local/test_crash.py): it
@@ -19,8 +19,8 @@ from taskgate.domain.principals import acting
 from taskgate.mcp import identity
 from taskgate.service import claims, records, review, specs, sweeper, tasks
 from taskgate.service.context import put_task
-from taskgate.store.port import Item, Op, Page, Put, Store
-from taskgate.store.schema import IndexName
+from taskgate.store.port import Item, Op, Put
+from tests.support.before_commit import BeforeCommit
 from tests.support.world import SHA, World, dump
 
 
@@ -263,34 +263,6 @@ def test_agent_id_is_matched_without_regard_to_case(world: World) -> None:
         identity.unbind(token)
     dee = world.agent("dee", delegations=["human:alice"])
     assert acting(dee.principal, on_behalf_of="human:Alice").on_behalf_of == "human:alice"
-
-
-class BeforeCommit:
-    """A Store that runs `hook(ops)` before each commit: another writer landing between a
-    use case's read and its conditional write, deterministically."""
-
-    def __init__(self, inner: Store, hook: Callable[[Sequence[Op]], None]) -> None:
-        self.inner = inner
-        self.hook = hook
-
-    def commit(self, ops: Sequence[Op]) -> None:
-        self.hook(ops)
-        self.inner.commit(ops)
-
-    def get(self, pk: str, sk: str) -> Item | None:
-        return self.inner.get(pk, sk)
-
-    def get_many(self, keys: Sequence[tuple[str, str]]) -> list[Item]:
-        return self.inner.get_many(keys)
-
-    def query(self, pk: str, **kw: Any) -> Page:
-        return self.inner.query(pk, **kw)
-
-    def query_index(self, index: IndexName, pk: str, **kw: Any) -> Page:
-        return self.inner.query_index(index, pk, **kw)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.mark.parametrize("action", ["cancel", "accept", "reopen"])

@@ -1,4 +1,4 @@
-"""A project's history shows the keys that cover every project (issue 16, path 4): events of
+"""A project's history shows the keys that cover every project: events of
 project "*" merged into each project's own when read, page by page, on both adapters."""
 
 from __future__ import annotations

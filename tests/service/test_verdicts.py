@@ -1,4 +1,4 @@
-"""What a verdict leaves on the task (issue 17), through the services: why a task waits for a
+"""What a verdict leaves on the task, through the services: why a task waits for a
 human, whichever move put it there; a spec error's path; evidence stored as plain text whatever a
 verifier sends; a verifier's view of each project's queue; flags and states per attempt."""
 

@@ -691,7 +691,7 @@ def test_racing_creates_have_exactly_one_winner(racing_store: Store, pool: Threa
     """16 threads put the same new key at once, 50 times: exactly one wins each time.
 
     DynamoDB runs through `racing_store`, which serializes moto's requests: moto itself is not
-    atomic under concurrency (DESIGN.md section 5: 10-33% of such trials had two winners),
+    atomic under concurrency (10-33% of such trials had two winners),
     while real DynamoDB guarantees per-item atomicity. What is tested is our condition
     (must-not-exist); a missing or wrong condition still yields several winners. SQLite runs
     unserialized, one connection per thread on the same store object.

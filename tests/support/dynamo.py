@@ -41,7 +41,7 @@ MOTO_LOCK = threading.Lock()
 class SerializedClient:
     """A boto3 client whose every method call runs under one global lock (MOTO_LOCK).
 
-    Why: moto is not atomic under concurrent requests. Measured (DESIGN.md section 5): with
+    Why: moto is not atomic under concurrent requests. Measured: with
     8-16 threads racing a conditional write, 10-33% of trials had more than one winner, in
     process or as a server. Real DynamoDB guarantees per-item atomicity of a conditional write
     and of a transaction; race tests exist to test *our* conditions and retry logic, so they

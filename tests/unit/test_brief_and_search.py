@@ -3,72 +3,23 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 from taskgate.domain import brief as briefs
-from taskgate.domain.models import Attempt, AttemptEnding, Criterion, Decision, Note, Project, Status, Task
+from taskgate.domain.models import Attempt, AttemptEnding, Criterion, Note
 from taskgate.domain.search import Doc, rank
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _task(**kw: object) -> Task:
-    base: dict[str, object] = dict(
-        id="p-1",
-        project="p",
-        number=1,
-        title="Add health endpoint",
-        status=Status.READY,
-        created_by="human:a",
-        created_at=T0,
-        updated_at=T0,
-        status_changed_at=T0,
-    )
-    base.update(kw)
-    return Task.model_validate(base)
-
-
-def _decision(n: int, body: str, spec: str | None = None) -> Decision:
-    return Decision(
-        id=f"DEC-{n}",
-        project="p",
-        number=n,
-        title=f"decision {n}",
-        body=body,
-        spec_id=spec,
-        created_by="agent:a",
-        created_at=T0,
-    )
-
-
-PROJECT = Project(name="p", created_by="human:a", created_at=T0)
-
-
-def _build(**kw: object) -> dict[str, object]:
-    args: dict[str, object] = dict(
-        task=_task(),
-        project=PROJECT,
-        spec=None,
-        criteria=[Criterion(id="AC-p-1.1", text="returns 200")],
-        linked_decisions=[],
-        ranked_decisions=[],
-        dependencies=[],
-        notes=[],
-    )
-    args.update(kw)
-    return briefs.build(**args)  # type: ignore[arg-type]
+from tests.support.briefs import T0, build_brief, make_decision, make_task
 
 
 def test_a_small_brief_is_whole() -> None:
-    b = _build(ranked_decisions=[_decision(1, "use json")])
+    b = build_brief(ranked_decisions=[make_decision(1, "use json")])
     assert b["omitted"] == {} and b["clipped"] == []
     assert b["decisions"] == [{"id": "DEC-1", "title": "decision 1", "body": "use json", "why": "search"}]
     assert "classname.name" in str(b["test_ref_rule"])
 
 
 def test_a_huge_brief_fits_and_cuts_search_ranked_decisions_and_notes_first() -> None:
-    linked = [_decision(1, "spec decision " * 20, spec="SPEC-1")]
-    ranked = [_decision(i, "ranked words " * 60) for i in range(2, 7)]
+    linked = [make_decision(1, "spec decision " * 20, spec="SPEC-1")]
+    ranked = [make_decision(i, "ranked words " * 60) for i in range(2, 7)]
     notes = [
         Note(id=f"n{i}", task_id="p-1", project="p", author="agent:a", body="note " * 100, at=T0)
         for i in range(10)
@@ -86,8 +37,8 @@ def test_a_huge_brief_fits_and_cuts_search_ranked_decisions_and_notes_first() ->
         )
         for i in range(1, 4)
     ]
-    b = _build(
-        task=_task(description="long " * 3000, attempts=attempts),
+    b = build_brief(
+        task=make_task(description="long " * 3000, attempts=attempts),
         linked_decisions=linked,
         ranked_decisions=ranked,
         notes=notes,
@@ -159,7 +110,7 @@ def test_rank_scores_as_bm25_defines_them_when_texts_repeat_across_calls() -> No
             assert abs(got[doc_id] - score) < 1e-9
 
 
-# -- criteria changed after work began (issue 16, item 1) ---------------------------------------
+# -- criteria changed after work began ----------------------------------------------------------
 
 
 def test_a_criteria_change_names_what_was_removed_and_added_by_what_it_asks() -> None:
@@ -190,11 +141,11 @@ def test_the_brief_says_the_criteria_changed_and_keeps_saying_it_when_cut() -> N
     from taskgate.domain.models import CriteriaChange
 
     change = CriteriaChange(after_attempt=1, by="human:a", at=T0, removed=["AC-p-1.2 (test): t"], added=[])
-    b = _build(task=_task(criteria_changes=[change]))
+    b = build_brief(task=make_task(criteria_changes=[change]))
     assert b["criteria_changes"] == [
         {"after_attempt": 1, "by": "human:a", "removed": ["AC-p-1.2 (test): t"], "added": []}
     ]
-    assert _build()["criteria_changes"] == []
+    assert build_brief()["criteria_changes"] == []
     # Under pressure the change may be left out, but `omitted` then says one was.
     huge = [
         CriteriaChange(
@@ -202,8 +153,8 @@ def test_the_brief_says_the_criteria_changed_and_keeps_saying_it_when_cut() -> N
         )
         for i in range(5)
     ]
-    crowded = _build(task=_task(criteria_changes=huge, description="d" * 5000))
+    crowded = build_brief(task=make_task(criteria_changes=huge, description="d" * 5000))
     assert len(json.dumps(crowded, separators=(",", ":"))) <= briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
-    shown = len(crowded["criteria_changes"])  # type: ignore[arg-type]
+    shown = len(crowded["criteria_changes"])
     assert shown < 5
-    assert crowded["omitted"]["criteria changes"] == 5 - shown  # type: ignore[index]
+    assert crowded["omitted"]["criteria changes"] == 5 - shown

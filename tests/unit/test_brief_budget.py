@@ -1,5 +1,5 @@
 """The brief fits ~2,000 tokens whatever the input, never cuts an identifier, and is built in
-one linear pass (issue 8, defects 2 and 5)."""
+one linear pass."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from taskgate.domain.models import (
     Spec,
 )
 from taskgate.domain.verifier_config import VerifierConfig
-from tests.unit.test_brief_and_search import PROJECT, T0, _build, _decision, _task
+from tests.support.briefs import PROJECT, T0, build_brief, make_decision, make_task
 
 BUDGET = briefs.TOKEN_BUDGET * briefs.CHARS_PER_TOKEN
 
@@ -68,7 +68,7 @@ def test_a_brief_is_measured_once_and_cut_in_bulk(monkeypatch: pytest.MonkeyPatc
         return real(node)
 
     monkeypatch.setattr(briefs, "_size", counting)
-    b = _build(notes=_notes(800))
+    b = build_brief(notes=_notes(800))
     assert size(b) <= BUDGET
     assert whole["n"] <= 3, whole
 
@@ -84,7 +84,7 @@ def test_a_hundred_criteria_fit_and_those_shown_are_whole() -> None:
         )
         for i in range(1, 101)
     ]
-    b = _build(spec=_spec(criteria), criteria=criteria)
+    b = build_brief(spec=_spec(criteria), criteria=criteria)
     assert size(b) <= BUDGET
     shown = b["criteria"]
     assert 0 < len(shown) < 100
@@ -104,7 +104,7 @@ def test_long_test_names_are_dropped_whole_never_cut() -> None:
         Criterion(id=f"AC-1.{i}", text="passes", kind=CriterionKind.TEST, verify_ref=ref)
         for i, ref in enumerate(refs, 1)
     ]
-    b = _build(spec=_spec(criteria), criteria=criteria)
+    b = build_brief(spec=_spec(criteria), criteria=criteria)
     assert size(b) <= BUDGET
     assert b["criteria"], "some criteria fit"
     assert all(c["verify_ref"] in refs for c in b["criteria"])
@@ -127,7 +127,7 @@ def test_commands_and_checks_are_never_cut() -> None:
         execution_defaults=ExecutionDefaults(verification_commands=commands, conventions=["c " * 300] * 10),
         verifier_config=VerifierConfig.model_validate({"checks": checks}),
     )
-    b = _build(project=project)
+    b = build_brief(project=project)
     assert size(b) <= BUDGET
     assert all(c in commands for c in b["verification_commands"])
     for name, check in b["verifier_checks"]["checks"].items():
@@ -136,7 +136,7 @@ def test_commands_and_checks_are_never_cut() -> None:
 
 
 def test_older_notes_than_the_brief_holds_are_counted() -> None:
-    b = _build(notes=_notes(3), notes_total=40)
+    b = build_brief(notes=_notes(3), notes_total=40)
     assert b["omitted"] == {"notes": 37}
     assert len(b["notes"]) == 3
 
@@ -191,12 +191,12 @@ def test_whatever_the_input_the_brief_fits_and_identifiers_are_whole(
         created_at=T0,
         execution_defaults=ExecutionDefaults(verification_commands=commands, conventions=conventions),
     )
-    b = _build(
-        task=_task(title=title, description=description, attempts=attempts),
+    b = build_brief(
+        task=make_task(title=title, description=description, attempts=attempts),
         project=project,
         spec=_spec(crits, body=body),
         criteria=crits,
-        ranked_decisions=[_decision(i, d) for i, d in enumerate(decisions, 1)],
+        ranked_decisions=[make_decision(i, d) for i, d in enumerate(decisions, 1)],
         notes=[
             Note(
                 id=f"n{i}", task_id="p-1", project="p", author="agent:a", body=n if n.strip() else "x", at=T0
@@ -212,7 +212,7 @@ def test_whatever_the_input_the_brief_fits_and_identifiers_are_whole(
 
 
 def test_a_small_brief_is_whole_and_says_nothing_was_left_out() -> None:
-    b = _build(ranked_decisions=[_decision(1, "use json")])
+    b = build_brief(ranked_decisions=[make_decision(1, "use json")])
     assert b["omitted"] == {} and b["clipped"] == [] and "see" not in b
     assert PROJECT.name == "p"
 
@@ -238,7 +238,7 @@ def test_the_measure_of_tricky_text(text: str) -> None:
     assert briefs._size({"t": [text]}) == size({"t": [text]})
 
 
-# -- a failed run's findings (issue 17) -----------------------------------------------------------
+# -- a failed run's findings ----------------------------------------------------------------------
 
 
 def _failed_run(output: str, message: str, attempt: int = 1) -> Finding:
@@ -269,7 +269,7 @@ MESSAGE = "AssertionError: assert [['A']] == [['A'], ['G']]\n  Right contains on
 
 
 def test_a_finding_shows_failing_criteria_first_with_the_tests_message_then_the_checks_output_end() -> None:
-    b = _build(task=_task(findings=[_failed_run(OUTPUT, MESSAGE)]))
+    b = build_brief(task=make_task(findings=[_failed_run(OUTPUT, MESSAGE)]))
     [f] = b["findings"]
     assert list(f) == ["attempt", "source", "summary", "criteria", "checks"]
     assert f["criteria"] == [
@@ -294,7 +294,7 @@ def test_when_the_brief_is_too_long_check_output_shrinks_before_test_messages_an
     # The last run: five failing checks, three failing criteria, too much for the budget whole.
     last.checks = [FailedCheck(name=f"c{i}", exit_code=1, output_end=OUTPUT) for i in range(5)]
     last.criteria = [last.criteria[0].model_copy(update={"id": f"AC-1.{i}"}) for i in range(1, 4)]
-    b = _build(task=_task(findings=[older, last]))
+    b = build_brief(task=make_task(findings=[older, last]))
     assert size(b) <= BUDGET
     [f] = b["findings"]  # the older finding went first
     assert f["attempt"] == 2 and b["omitted"] == {"findings": 1}
@@ -306,7 +306,7 @@ def test_when_the_brief_is_too_long_check_output_shrinks_before_test_messages_an
         assert len(test["message"]) == briefs.ITEM_TEXT_CHARS and test["message"].startswith(MESSAGE)
     # With still less room, the messages shrink too (from their end: the assertion stays).
     # (1,450 tokens: room for the brief's fixed parts, criteria_changes included, and no more.)
-    small = _build(task=_task(findings=[last]), budget_tokens=1450)
+    small = build_brief(task=make_task(findings=[last]), budget_tokens=1450)
     assert size(small) <= 1450 * briefs.CHARS_PER_TOKEN
     [f] = small["findings"]
     messages = [c["tests"][0]["message"] for c in f["criteria"]]
@@ -325,7 +325,7 @@ def test_a_humans_finding_keeps_its_lines() -> None:
         summary="no docs",
         details=["add a README"],
     )
-    [f] = _build(task=_task(findings=[human]))["findings"]
+    [f] = build_brief(task=make_task(findings=[human]))["findings"]
     assert f == {"attempt": 1, "source": "human", "summary": "no docs", "details": ["add a README"]}
 
 

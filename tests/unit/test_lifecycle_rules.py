@@ -147,7 +147,7 @@ def test_a_move_that_does_not_depend_on_the_project_lands_alike_whatever_its_set
             assert len(outcomes) > 1 or any(o[0] == "refused" for o in outcomes), (source, action, outcomes)
 
 
-# -- a human's move asked for as a status (update_task(status), issue 16 item 5) ----------------
+# -- a human's move asked for as a status (update_task(status)) ---------------------------------
 
 
 def test_a_human_move_is_found_by_where_it_goes() -> None:

@@ -231,7 +231,7 @@ def test_an_agent_added_command_outside_the_spec_is_an_error() -> None:
 
 
 def test_test_criteria_with_no_configured_report_are_an_error() -> None:
-    """Seed 000: a task with test criteria and no configured report ends as an error."""
+    """A task with test criteria and no configured report ends as an error."""
     no_report = VerifierConfig.model_validate({"checks": {"unit": {"command": "pytest"}}})
     got = _decide([TEST], {"AC-1.1": TEST_PASS}, config=no_report)
     assert got.verdict is Verdict.ERROR and "need a check with a report" in got.summary

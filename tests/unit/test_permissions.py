@@ -1,4 +1,4 @@
-"""Who may take which action (DESIGN.md section 2)."""
+"""Who may take which action (docs/architecture.md, "Principals")."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_every_op_has_a_rule() -> None:
     assert all(RULES[op] <= set(Role) for op in Op)
 
 
-# -- the goalposts: a task's criteria (issue 16, item 1) ---------------------------------------
+# -- the goalposts: a task's criteria ----------------------------------------------------------
 
 
 def test_the_table_gives_criteria_to_humans_and_architects_only() -> None:

@@ -1,4 +1,4 @@
-"""Report readers: real runners' JUnit XML, seed 000's JSON format, and hostile input."""
+"""Report readers: real runners' JUnit XML, the JSON report format, and hostile input."""
 
 from __future__ import annotations
 
@@ -317,7 +317,7 @@ def test_unknown_format_is_refused() -> None:
     assert e.value.reason == "wrong_shape" and "'trx'" in str(e.value)
 
 
-# --- seed 000's JSON format -------------------------------------------------------------------
+# --- the JSON report format -------------------------------------------------------------------
 
 SEED_JSON = b"""{
   "tests": [

@@ -1,4 +1,4 @@
-"""The test-ref matcher (seed 000's rule) on synthetic trees and on every real runner's report."""
+"""The test-ref matcher on synthetic trees and on every real runner's report."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def t(name: str, outcome: TestOutcome = P, classname: str = "", message: str = "
     return TestCase(name, classname, outcome, message)
 
 
-# The seed's picture: describe('slugify') with tests, a nested describe, in a file of its own;
+# The canonical picture: describe('slugify') with tests, a nested describe, in a file of its own;
 # another file with other groups.
 SLUGIFY_FILE = Group(
     "src/slugify.test.ts",
@@ -84,7 +84,7 @@ def check(report: Report, ref: str, evidence: Evidence, *says: str) -> RefResult
     return got
 
 
-# --- seed 000's examples and rules ------------------------------------------------------------
+# --- the matcher's examples and rules ---------------------------------------------------------
 
 
 def test_the_seed_examples() -> None:
@@ -538,7 +538,7 @@ def test_match_is_the_same_for_equal_reports_built_apart_and_across_threads() ->
     assert errors == []
 
 
-# --- a failing test's own full name and message, as each runner writes them (issue 17) --------
+# --- a failing test's own full name and message, as each runner writes them -------------------
 
 
 @pytest.mark.parametrize(

@@ -17,8 +17,8 @@ import httpx2
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import ADMIN, Live, agent, run
+from tests.support.conf_project import RENAME, RENAMED, RENAMED_TEST, USE, USES, conf_gate, on_branch
 from tests.verifier.support import TASKGATE, Gate, git, pytest_config
-from tests.verifier.test_merge import RENAME, RENAMED, RENAMED_TEST, USE, USES, conf_gate, on_branch
 
 
 def own_test(name: str) -> tuple[dict[str, str], dict[str, Any]]:

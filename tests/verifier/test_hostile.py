@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.mcp.live import Live
+from tests.support.processes import alive as _alive
 from tests.verifier.support import KEEPS_DIGITS, SLUGIFY, SLUGIFY_TESTS, Gate, Repo, pytest_config
-from tests.verifier.test_runs import _alive
 
 REPORT = {"path": "reports/junit.xml", "format": "junit"}
 

@@ -16,7 +16,7 @@ from tests.mcp.live import Live
 from tests.verifier.support import PYTHON, Gate, Repo
 
 REPORT = {"path": "reports/results.json", "format": "json"}
-# A check of the repository's own: writes seed 000's JSON report, exits as its tests did.
+# A check of the repository's own: writes a JSON report, exits as its tests did.
 CHECK_PY = """\
 import json, os, sys
 os.makedirs("reports", exist_ok=True)

@@ -19,8 +19,8 @@ from taskgate.verifier import process
 from taskgate.verifier.checkout import CheckoutError, CommitMissing, checkout, is_remote
 from taskgate.verifier.reading import ReportMissing, read_report
 from taskgate.verifier.reviewer import ReviewerError, parse_answer, prompt
+from tests.support.processes import alive as _alive
 from tests.verifier.support import AMBIGUOUS_PREFIX, Repo, ambiguous_commits, git
-from tests.verifier.test_runs import _alive
 
 JUNIT = '<testsuites><testsuite name="s"><testcase classname="m" name="t"/></testsuite></testsuites>'
 

@@ -1,5 +1,5 @@
 """`taskgate verify --once` end to end: real repositories, real pytest and node runs writing real
-reports, a real server deciding. Each test is one situation of seed 000's "How a run works"."""
+reports, a real server deciding. Each test is one situation of how a run works."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.live import Live
+from tests.support.processes import alive as _alive
 from tests.support.users import TEST_WORKER, check_python, ensure_user, taskgate_command
 from tests.verifier.support import (
     BROKEN,
@@ -371,23 +372,6 @@ def test_checks_never_run_as_root_and_only_root_switches_users() -> None:
         cwd="/",
     )
     assert plain.returncode != 0 and "needs the verifier to start as root" in plain.stderr, plain.stderr
-
-
-def _alive(pid: int, settle_s: float = 5.0) -> bool:
-    """Whether `pid` is still running once a kill had time to land (a signal is delivered after
-    kill() returns; a zombie waiting for its parent is not running)."""
-    deadline = time.monotonic() + settle_s
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        stat = Path(f"/proc/{pid}/stat")
-        if stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z":
-            return False
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.05)
 
 
 def _wait_for(cond: Any, timeout: float = 60) -> None:

@@ -1,4 +1,4 @@
-"""Verdicts that tell the truth (issue 17), end to end: a real `taskgate serve`, real pytest and
+"""Verdicts that tell the truth, end to end: a real `taskgate serve`, real pytest and
 `node --test` runs writing real reports, `taskgate verify --once` as a real subprocess.
 
 A spec error is not the executor's failure; a failed run's findings keep each failing test's
