@@ -107,7 +107,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+# bench/ too: cloud-e2e imports this module as bench.cost, where benchkit is not on the path.
+sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "bench")]
 
 from benchkit import smoke  # noqa: E402
 
