@@ -240,3 +240,18 @@ def test_without_smoke_the_defaults_stand_and_nothing_is_printed(capsys: pytest.
 def test_a_smoke_size_for_an_option_the_bench_lacks_is_refused() -> None:
     with pytest.raises(ValueError, match="agents"):
         _smoke_module().parse(_parser(), ["--smoke"], agents=4)
+
+
+def test_cost_imports_as_a_module_from_the_repository_root() -> None:
+    """scripts/cloud-e2e/scenario.py reads bench/cost.py's lifecycle as `bench.cost`, from the
+    root, where bench/'s own helpers are not on the path unless the module puts them there."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from bench.cost import TYPICAL; print(type(TYPICAL).__name__)"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
