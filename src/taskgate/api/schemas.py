@@ -18,6 +18,7 @@ from taskgate.domain.baseline import DEFAULT_PROTECT, protect_globs
 from taskgate.domain.batches import Batch
 from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.human_actions import HumanAction, human_actions
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     AgentRole,
@@ -210,6 +211,12 @@ class TaskOut(Out):
     stale_note: str | None = Field(
         default=None, description="When stale: where the base branch is now, in words"
     )
+    actions: list[HumanAction] | None = Field(
+        default=None,
+        description="What a human may do to the task now (accept, reopen, allow, ...), from the "
+        "rules the server enforces; null where the response did not read the project's switch "
+        "(a write's answer): GET the task for them",
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -242,12 +249,14 @@ class TaskOut(Out):
             for f in flags(task)
         ]
         base = task.verified_base
-        merged = {
+        merged: dict[str, object] = {
             "verified_on": held_for(base) if task.status is Status.VERIFIED and base is not None else None,
             "stale": task.status is Status.VERIFIED and stale_on(base, base_tip),
         }
         if merged["stale"] and base_tip is not None:
             merged["stale_note"] = stale_line(base_tip)
+        if verification_on is not None:
+            merged["actions"] = human_actions(task, verification_on=verification_on)
         return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
 
 

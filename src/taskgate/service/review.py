@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
+from taskgate.domain.human_actions import allowable
 from taskgate.domain.ids import parse_task_id
 from taskgate.domain.lifecycle import Action, depends_on_project, find_move
 from taskgate.domain.models import (
@@ -378,7 +379,7 @@ def _resolve(
         submission = task.last_submission()
         paths = held is not None and held.why is WhyHuman.HELD and bool(held.paths)
         unchanged = held is not None and held.why is WhyHuman.PASSES_WITHOUT_CHANGE and bool(held.criteria)
-        if held is None or not (paths or unchanged) or submission is None:
+        if held is None or submission is None or not allowable(task):
             raise invalid(
                 f"{task_id} is not held for protected paths or for criteria passing without the change: "
                 "there is nothing to allow"

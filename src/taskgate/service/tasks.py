@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from taskgate.domain.errors import ErrorCode, TaskgateError, invalid, not_found
+from taskgate.domain.human_actions import EDITABLE_STATUSES
 from taskgate.domain.ids import own_criterion_id, parse_spec_id, parse_task_id, task_id
 from taskgate.domain.lifecycle import Action, find_move
 from taskgate.domain.models import (
@@ -215,9 +216,6 @@ def _replayed(ctx: Context, request: requests.Request) -> Written | None:
     return Written(ctx.task(str(first["id"])), [str(w) for w in first.get("warnings", [])])
 
 
-UPDATABLE_STATUSES = frozenset({Status.BACKLOG, Status.READY, Status.BLOCKED, Status.NEEDS_HUMAN})
-
-
 def update(
     ctx: Context,
     who: Acting,
@@ -283,7 +281,7 @@ def update(
 
     def attempt() -> Written:
         old = settle_expiry(ctx, ctx.task(tid))  # a lapsed claim is over, sweep or not
-        if old.status not in UPDATABLE_STATUSES:
+        if old.status not in EDITABLE_STATUSES:
             raise TaskgateError(
                 ErrorCode.WRONG_STATE,
                 f"{tid} is {old.status.value}; it can be edited only in backlog, ready, blocked or needs_human",

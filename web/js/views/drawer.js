@@ -9,10 +9,9 @@ import { actionDialog, notify, refusal, showRefusal } from "../ui.js";
 import { baseWords, flagsOf, maxAttempts, riskBadge } from "../taskbits.js";
 import { eventDetail } from "../eventtext.js";
 
-const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
-// Why a gate rule holds a submission for a person (the server's RULE_HOLDS): a human allows
-// it (protected paths only) or reopens the task with findings.
-const RULE_HOLDS = new Set(["held", "tests_edited", "passes_without_change", "reads_grader"]);
+// What a human may do to the task now, as the server says (its `actions`): the board never
+// re-derives the rules it enforces.
+const can = (task, action) => (task.actions || []).includes(action);
 const PAGE = 50;
 const MAX_PAGES = 40;
 
@@ -232,7 +231,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
     if (waiting) {
       buttons.push(h("p", { class: "muted" }, "Waiting for the verifier: it can be accepted once verified."));
     }
-    if ((task.status === "needs_verification" && !waiting) || task.status === "verified") {
+    if (can(task, "accept")) {
       buttons.push(
         h("button", {
           type: "button",
@@ -252,8 +251,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Accept"),
       );
     }
-    const held = task.status === "needs_human" && task.needs_human && RULE_HOLDS.has(task.needs_human.why);
-    if ((task.status === "needs_verification" && !waiting) || ["verified", "done"].includes(task.status) || held) {
+    if (can(task, "reopen")) {
       buttons.push(
         h("button", {
           type: "button",
@@ -291,27 +289,26 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
               },
             }),
         }, confirm === "Block" ? "Block…" : confirm);
-      const resolutions = [
-        resolve("requeue", `Requeue ${id}?`, "Requeue", [], "It goes back to ready for the next agent."),
-        resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]),
-      ];
-      if (task.spec_id) resolutions.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
-      if (held && task.needs_human.why === "held" && task.needs_human.paths.length) {
+      const resolutions = [];
+      if (can(task, "requeue")) resolutions.push(resolve("requeue", `Requeue ${id}?`, "Requeue", [], "It goes back to ready for the next agent."));
+      if (can(task, "block")) resolutions.push(resolve("block", `Block ${id} on other tasks`, "Block", [{ name: "blocked_by", label: "Blocked by (task ids)", required: true }]));
+      if (can(task, "revise_spec")) resolutions.push(resolve("revise_spec", `Send ${task.spec_id} back to draft?`, "Revise spec", [], `${id} waits in backlog until the spec is approved again.`));
+      if (can(task, "allow") && task.needs_human.why === "held") {
         // The submission changes protected paths: allowing it verifies it again with the change allowed, signed as yours.
         resolutions.push(resolve("allow", `Allow ${id}'s change to ${task.needs_human.paths.join(", ")}?`, "Allow the change", [], "The submission is verified again with these protected paths allowed; the allowance is recorded in history and signed as yours."));
       }
-      if (held && task.needs_human.why === "passes_without_change") {
+      if (can(task, "allow") && task.needs_human.why === "passes_without_change") {
         // New named tests pass on the baseline's code too: allowing them verifies it again with them counted, signed as yours.
         resolutions.push(resolve("allow", `Allow ${task.needs_human.criteria.join(", ")} to pass without the change?`, "Allow the tests", [], "The submission is verified again with these criteria's new tests counted as evidence though they pass on the baseline's code too; the allowance is recorded in history and signed as yours."));
       }
-      if (task.attempts.some((a) => a.submission)) {
+      if (can(task, "reverify")) {
         resolutions.push(resolve("reverify", `Verify ${id} again?`, "Verify again", [], "The last submission is verified again (verifier errors start from zero)."));
       }
       // What answers the reason (a spec error: revise the spec) comes first, as the primary action.
       resolutions.sort((a, b) => Number(b.classList.contains("suggested")) - Number(a.classList.contains("suggested")));
       buttons.push(...resolutions);
     }
-    if (task.status !== "done" && task.status !== "cancelled") {
+    if (can(task, "cancel")) {
       buttons.push(
         h("button", {
           type: "button",
@@ -330,7 +327,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
         }, "Cancel task…"),
       );
     }
-    if (EDITABLE.has(task.status)) {
+    if (can(task, "edit")) {
       buttons.push(h("button", { type: "button", dataset: { key: "edit" }, onClick: () => edit(task) }, "Edit…"));
     }
     return h("div", { class: "actions", role: "group", "aria-label": "Actions" }, buttons);
