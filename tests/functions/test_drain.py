@@ -19,7 +19,7 @@ from taskgate.domain.principals import Acting, acting, human
 from taskgate.domain.run_report import Evidence
 from taskgate.service import batches, claims, dispatch, keys, projects, records, tasks
 from taskgate.service.context import Context
-from taskgate.service.dispatch import Lease, Outcome, Slot, SlotState
+from taskgate.service.dispatch import DispatchOutcome, Lease, Slot, SlotState
 from taskgate.store.dynamodb import DynamoDBStore
 from tests.functions.stack import Stack, stack
 from tests.support import evidence
@@ -66,7 +66,7 @@ def _running(s: Stack) -> int:
     return len(s.ecs.list_tasks(cluster=s.cluster)["taskArns"])
 
 
-def _ensure(ctx: Context, s: Stack, start_id: str, project: str = "shop") -> dispatch.Started:
+def _ensure(ctx: Context, s: Stack, start_id: str, project: str = "shop") -> dispatch.DrainStarted:
     return dispatch.ensure(
         ctx,
         project,
@@ -90,7 +90,7 @@ def test_a_renewed_lease_holds_the_slot_and_a_lapsed_one_is_taken_over(cloud: St
     t0 = datetime.now(UTC)
     clock = ManualClock(t0)
     ctx = Context(cloud.ctx.store, clock)
-    assert _ensure(ctx, cloud, "a").outcome is Outcome.STARTED
+    assert _ensure(ctx, cloud, "a").outcome is DispatchOutcome.STARTED
     first = _lease(cloud)
     _submit(cloud, agent)
 
@@ -99,7 +99,7 @@ def test_a_renewed_lease_holds_the_slot_and_a_lapsed_one_is_taken_over(cloud: St
     assert _slot(cloud)[1].state is SlotState.RUNNING  # type: ignore[index]
     for _ in range(4):
         clock.advance(seconds=(dispatch.LEASE - timedelta(seconds=10)).total_seconds())
-        assert _ensure(ctx, cloud, "b").outcome is Outcome.DRAINING
+        assert _ensure(ctx, cloud, "b").outcome is DispatchOutcome.DRAINING
         assert dispatch.renew(ctx, first) is True
     assert _running(cloud) == 1
 
@@ -107,14 +107,14 @@ def test_a_renewed_lease_holds_the_slot_and_a_lapsed_one_is_taken_over(cloud: St
     # dispatch takes the slot over and starts a task, and the old holder learns it lost it.
     clock.advance(seconds=(dispatch.LEASE + timedelta(seconds=1)).total_seconds())
     taken = _ensure(ctx, cloud, "c")
-    assert (taken.outcome, taken.slot) == (Outcome.STARTED, 0)
+    assert (taken.outcome, taken.slot) == (DispatchOutcome.STARTED, 0)
     assert _running(cloud) == 2
     second = _lease(cloud)
     assert second.holder != first.holder
     assert dispatch.renew(ctx, first) is False
     dispatch.release(ctx, first)  # the old task, leaving: it must not free the new one's slot
     assert _slot(cloud)[1].holder == second.holder  # type: ignore[index]
-    assert _ensure(ctx, cloud, "d").outcome is Outcome.DRAINING
+    assert _ensure(ctx, cloud, "d").outcome is DispatchOutcome.DRAINING
     assert dispatch.reacquire(ctx, first) is False
 
 
@@ -123,11 +123,11 @@ def test_a_task_that_never_started_holds_its_slot_for_the_start_lease_only(cloud
     _submit(cloud, _agent(cloud))
     clock = ManualClock(datetime.now(UTC))
     ctx = Context(cloud.ctx.store, clock)
-    assert _ensure(ctx, cloud, "a").outcome is Outcome.STARTED
+    assert _ensure(ctx, cloud, "a").outcome is DispatchOutcome.STARTED
     clock.advance(seconds=(dispatch.START_LEASE - timedelta(seconds=1)).total_seconds())
-    assert _ensure(ctx, cloud, "b").outcome is Outcome.DRAINING
+    assert _ensure(ctx, cloud, "b").outcome is DispatchOutcome.DRAINING
     clock.advance(seconds=1)  # a lease ending now has lapsed
-    assert _ensure(ctx, cloud, "c").outcome is Outcome.STARTED
+    assert _ensure(ctx, cloud, "c").outcome is DispatchOutcome.STARTED
 
 
 def test_the_sweep_starts_a_task_where_work_waits_behind_a_lost_one_and_logs_it_once(cloud: Stack) -> None:
@@ -136,7 +136,7 @@ def test_the_sweep_starts_a_task_where_work_waits_behind_a_lost_one_and_logs_it_
     _submit(cloud, _agent(cloud))
     # A task started an hour ago that never renewed: its slot lapsed long since.
     past = Context(cloud.ctx.store, ManualClock(datetime.now(UTC) - timedelta(hours=1)))
-    assert _ensure(past, cloud, "lost").outcome is Outcome.STARTED
+    assert _ensure(past, cloud, "lost").outcome is DispatchOutcome.STARTED
     assert _running(cloud) == 1
 
     event = {"sweep": True, "execution_id": "e-1", "scheduled_time": "2026-01-01T00:05:00Z"}
@@ -176,7 +176,7 @@ def test_racing_dispatchers_start_exactly_the_concurrency() -> None:
                 return launcher.launch_drain(start, project, definition, lease)
 
         barrier = threading.Barrier(8)
-        outcomes: list[Outcome] = []
+        outcomes: list[DispatchOutcome] = []
         errors: list[BaseException] = []
 
         def racer(i: int) -> None:
@@ -195,7 +195,7 @@ def test_racing_dispatchers_start_exactly_the_concurrency() -> None:
         for t in threads:
             t.join()
         assert errors == []
-        assert sorted(outcomes) == sorted([Outcome.STARTED] * 3 + [Outcome.DRAINING] * 5)
+        assert sorted(outcomes) == sorted([DispatchOutcome.STARTED] * 3 + [DispatchOutcome.DRAINING] * 5)
         assert _running(s) == 3
         holders = {_slot(s, "shop", n)[1].holder for n in range(3)}  # type: ignore[index]
         assert len(holders) == 3
@@ -205,7 +205,7 @@ def test_racing_dispatchers_start_exactly_the_concurrency() -> None:
 def test_the_tasks_lease_renews_itself_and_stops_when_taken_over(cloud: Stack) -> None:
     _project(cloud)
     _submit(cloud, _agent(cloud))
-    assert _ensure(cloud.ctx, cloud, "a").outcome is Outcome.STARTED
+    assert _ensure(cloud.ctx, cloud, "a").outcome is DispatchOutcome.STARTED
     mine = StoreLease(cloud.ctx.store, _lease(cloud), every_s=0.05)
     assert mine.held() is True
     deadline = time.monotonic() + 10
@@ -220,7 +220,7 @@ def test_the_tasks_lease_renews_itself_and_stops_when_taken_over(cloud: Stack) -
 
     # Another dispatcher, an hour later by its clock, finds the lease lapsed and takes over.
     later = Context(cloud.ctx.store, ManualClock(datetime.now(UTC) + timedelta(hours=1)))
-    assert _ensure(later, cloud, "b").outcome is Outcome.STARTED
+    assert _ensure(later, cloud, "b").outcome is DispatchOutcome.STARTED
     taker = _slot(cloud)[1].holder  # type: ignore[index]
     while mine.held():
         assert time.monotonic() < deadline + 10, "the old task never learned it lost its slot"
@@ -233,7 +233,7 @@ def test_the_tasks_lease_renews_itself_and_stops_when_taken_over(cloud: Stack) -
 def test_a_task_gives_its_slot_back_and_takes_it_again_if_nobody_did(cloud: Stack) -> None:
     _project(cloud)
     _submit(cloud, _agent(cloud))
-    assert _ensure(cloud.ctx, cloud, "a").outcome is Outcome.STARTED
+    assert _ensure(cloud.ctx, cloud, "a").outcome is DispatchOutcome.STARTED
     mine = StoreLease(cloud.ctx.store, _lease(cloud), every_s=0.05)
     assert mine.held() is True
     mine.release()
@@ -244,7 +244,7 @@ def test_a_task_gives_its_slot_back_and_takes_it_again_if_nobody_did(cloud: Stac
     assert _slot(cloud)[1].state is SlotState.RUNNING  # type: ignore[index]
     mine.release()
     # Given back, the slot is free: the next submission's dispatch starts a task at once.
-    assert _ensure(cloud.ctx, cloud, "b").outcome is Outcome.STARTED
+    assert _ensure(cloud.ctx, cloud, "b").outcome is DispatchOutcome.STARTED
 
 
 def test_the_sweep_starts_a_verifier_for_a_batch_waiting_to_be_verified_together(cloud: Stack) -> None:

@@ -13,7 +13,7 @@ from taskgate.domain.lifecycle import (
     Action,
     Guard,
     Move,
-    Outcome,
+    MoveResult,
     depends_on_project,
     find_move,
     land,
@@ -173,7 +173,7 @@ def test_a_human_move_is_found_by_where_it_goes() -> None:
         assert refused.value.current_status == source.value
 
 
-def _landings_in_needs_human() -> list[tuple[Move, Outcome]]:
+def _landings_in_needs_human() -> list[tuple[Move, MoveResult]]:
     """Every way a row can land in needs_human: its own target, the third verifier error, or the
     last attempt used (any move to ready that may run out)."""
     found = []

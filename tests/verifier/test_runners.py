@@ -23,7 +23,7 @@ VITEST_PLAIN = "\n RUN  v1.6.1 /tmp/i20vt\n\n ✓ t/d.test.mjs  (1 test) 2ms\n\n
 VITEST_COLOUR = "\n\x1b[7m\x1b[1m\x1b[36m RUN \x1b[39m\x1b[22m\x1b[27m \x1b[36mv1.6.1\x1b[39m \x1b[90m/tmp/i20vt\x1b[39m\n\n"
 
 
-def _run(tmp_path: Path, command: str) -> process.Finished:
+def _run(tmp_path: Path, command: str) -> process.Exited:
     (tmp_path / "test_it.py").write_text(TESTS)
     done = process.run(command, cwd=tmp_path, timeout_s=60, env=ENV)
     assert done.exit_code == 0, done.output

@@ -38,7 +38,7 @@ from taskgate.cloud import observe
 from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
-from taskgate.service.dispatch import Entered, Outcome, ensure, restale, sweep
+from taskgate.service.dispatch import DispatchOutcome, Entered, ensure, restale, sweep
 from taskgate.store import body
 from taskgate.store.port import Item
 
@@ -210,7 +210,7 @@ def _scheduled(event: dict[str, Any], kind: str) -> dict[str, Any]:
             slot=slot,
         )
     for project, result in report.started:
-        if result.outcome is Outcome.STARTED:
+        if result.outcome is DispatchOutcome.STARTED:
             observe.logger.info(
                 f"{kind} verifier started",
                 project=project,
@@ -221,7 +221,7 @@ def _scheduled(event: dict[str, Any], kind: str) -> dict[str, Any]:
             )
     for project, why in report.failed.items():
         observe.logger.error(f"{kind} verifier not started", project=project, reason=why)
-    started = {p: r.started for p, r in report.started if r.outcome is Outcome.STARTED}
+    started = {p: r.started for p, r in report.started if r.outcome is DispatchOutcome.STARTED}
     if report.started or report.failed or report.lapsed or kind == "nightly":
         observe.logger.info(f"{kind} done", started=len(started), failed=len(report.failed))
     if report.failed:

@@ -280,7 +280,7 @@ def _may_run_out(move: Move) -> bool:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class MoveResult:
     """Where a move lands once the attempt and error rules are applied."""
 
     target: Status
@@ -298,33 +298,33 @@ def land(
     verifier_errors_in_row: int,
     spec_draft: bool = False,
     conflicts_in_row: int = 0,
-) -> Outcome:
+) -> MoveResult:
     used = attempts_used + (1 if move.uses_attempt else 0)
     # A re-verification's error counts too: left verified and stale, the task would be handed
     # out again at once, and a verifier that cannot run it would loop on it.
     erred = move.action in (Action.VERIFY_ERROR, Action.STALE_ERROR)
     errors = verifier_errors_in_row + 1 if erred else 0
     if erred and errors >= VERIFIER_ERRORS_TO_NEEDS_HUMAN:
-        return Outcome(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts_in_row)
+        return MoveResult(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts_in_row)
     # Conflicts count until a run gets through the merge or a human steps in.
     conflicts = conflicts_in_row
     if move.action in _CONFLICTS:
         conflicts += 1
         if conflicts >= CONFLICTS_TO_NEEDS_HUMAN:
-            return Outcome(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts)
+            return MoveResult(Status.NEEDS_HUMAN, used, errors, conflicts_in_row=conflicts)
     elif move.action in _MERGED or move.who is Who.HUMAN:
         conflicts = 0
     # A move to ready that uses the last attempt, or that the system makes for a task whose
     # attempts are already used up (e.g. its last attempt ended in a dependency failure), goes to
     # needs_human: only a human puts such a task back in the queue.
     if _may_run_out(move) and used >= max_attempts:
-        return Outcome(Status.NEEDS_HUMAN, used, errors, exhausted=True, conflicts_in_row=conflicts)
+        return MoveResult(Status.NEEDS_HUMAN, used, errors, exhausted=True, conflicts_in_row=conflicts)
     # Tasks wait in backlog while their spec is a draft: a move to ready under a draft
     # (a claim that ended after its spec was revised, a reopen or requeue under a draft) lands
     # there, as the revise cascade puts ready and blocked tasks; approval brings it back.
     if move.target is Status.READY and spec_draft:
-        return Outcome(Status.BACKLOG, used, errors, conflicts_in_row=conflicts)
-    return Outcome(move.target, used, errors, conflicts_in_row=conflicts)
+        return MoveResult(Status.BACKLOG, used, errors, conflicts_in_row=conflicts)
+    return MoveResult(move.target, used, errors, conflicts_in_row=conflicts)
 
 
 # What a move that used an attempt was, for the reason of a task whose attempts ran out.
@@ -339,7 +339,7 @@ _LAST_ENDED = {
 
 def needs_human(
     move: Move,
-    out: Outcome,
+    out: MoveResult,
     *,
     max_attempts: int,
     text: str,
@@ -373,7 +373,7 @@ _FAILURE_KINDS = {
 }
 
 
-def why_human(move: Move, out: Outcome, *, max_attempts: int, text: str = "") -> tuple[WhyHuman, str]:
+def why_human(move: Move, out: MoveResult, *, max_attempts: int, text: str = "") -> tuple[WhyHuman, str]:
     """Why a move that lands in needs_human puts the task there, and the reason for a person.
     `text`: what the move came with (the question, the findings, the verifier's summary)."""
     text = text.strip()

@@ -17,7 +17,7 @@ starts (the stream, the nightly run and the sweep all call it):
    wins each slot, so never more than N tasks hold one;
 2. start the container with the slot's holder id (its lease reference, and the start's
    idempotency token), then note what started;
-3. else start nothing: the running tasks pick the work up (`Outcome.DRAINING`), so a submission
+3. else start nothing: the running tasks pick the work up (`DispatchOutcome.DRAINING`), so a submission
    arriving while a task drains (or waits for more) is verified by that task.
 
 The lease is what keeps a lost task from holding work back. A starting slot is leased for
@@ -76,7 +76,7 @@ class Slot(BaseModel):
     renewed_at: datetime | None = None
 
 
-class Outcome(StrEnum):
+class DispatchOutcome(StrEnum):
     STARTED = "started"
     DRAINING = "draining"  # as many tasks as allowed hold a live slot: they pick the work up
     VERIFICATION_OFF = "verification_off"
@@ -103,8 +103,8 @@ class Lease:
 
 
 @dataclass(frozen=True)
-class Started:
-    outcome: Outcome
+class DrainStarted:
+    outcome: DispatchOutcome
     slot: int | None = None
     started: str | None = None
     task_definition: str | None = None
@@ -152,13 +152,13 @@ def ensure(
     start_id: str,
     stack_concurrency: int = DEFAULT_CONCURRENCY,
     stale: Stale = _no_note,
-) -> Started:
+) -> DrainStarted:
     """A verifier task draining `project` if fewer than its concurrency hold a live slot.
     `base`: the stack's task definition, for projects whose config names no image; `start_id`:
     what asked (a stream record, a schedule's run), stable when the same request comes again."""
     p = ctx.project(project)
     if not p.verification_on:
-        return Started(Outcome.VERIFICATION_OFF)
+        return DrainStarted(DispatchOutcome.VERIFICATION_OFF)
     task_definition, old = images.task_definition_for(ctx, p, base)  # NotRegistered: retried
     if old:
         stale(project, task_definition)
@@ -173,7 +173,7 @@ def ensure(
         held = {s.slot: (item, s) for item, s in slots(ctx, project)}
         alive = {n for n, (item, _) in held.items() if not lapsed(item.expires, iso(now))}
         if len(alive) >= min(cap, demand):
-            return Started(Outcome.DRAINING)
+            return DrainStarted(DispatchOutcome.DRAINING)
         free = min(n for n in range(cap) if n not in alive)
         before = held.get(free)
         version = before[0].version + 1 if before else 1
@@ -193,7 +193,9 @@ def ensure(
             raise
         _note_started(ctx, lease, started)
         telemetry.count(Metric.VERIFIER_TASKS)
-        return Started(Outcome.STARTED, slot=free, started=started, task_definition=task_definition)
+        return DrainStarted(
+            DispatchOutcome.STARTED, slot=free, started=started, task_definition=task_definition
+        )
     raise Contended(f"project {project}: every free verifier slot was taken while starting one")
 
 
@@ -316,15 +318,15 @@ def restale(
     start_id: str,
     stack_concurrency: int = DEFAULT_CONCURRENCY,
     stale: Stale = _no_note,
-) -> Started:
+) -> DrainStarted:
     """The base branch moved (a push webhook, a verifier's read): a verifier draining `project`
     for the verified tasks that are stale now, under the same slots as submissions. A move that
     left nothing stale starts nothing."""
     p = ctx.project(project)
     if not p.verification_on:
-        return Started(Outcome.VERIFICATION_OFF)
+        return DrainStarted(DispatchOutcome.VERIFICATION_OFF)
     if not staleness.stale_tasks(ctx, p):
-        return Started(Outcome.NOTHING_STALE)
+        return DrainStarted(DispatchOutcome.NOTHING_STALE)
     return ensure(
         ctx, project, launch, base=base, start_id=start_id, stack_concurrency=stack_concurrency, stale=stale
     )
@@ -340,7 +342,7 @@ class Why(StrEnum):
 
 @dataclass
 class Sweep:
-    started: list[tuple[str, Started]]
+    started: list[tuple[str, DrainStarted]]
     failed: dict[str, str]  # project -> why nothing started for it
     lapsed: list[tuple[str, int]]  # slots whose task stopped renewing, found this time
     why: dict[str, Why] = field(default_factory=dict)  # project -> why a verifier was wanted

@@ -46,7 +46,7 @@ RUN_GRACE_MINUTES = 30  # beyond the configured check timeouts, a run with no an
 
 
 @dataclass
-class Started:
+class RunStarted:
     run: VerificationRun
     task: Task
     spec: Spec | None
@@ -225,7 +225,7 @@ def end_runs_under(ctx: Context, credential_id: str, projects: list[str], reason
     return _end_live_runs(ctx, projects, why)
 
 
-def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
+def start(ctx: Context, who: Acting, *, task_id: str) -> RunStarted:
     """Begin a run on one waiting task; among concurrent verifiers exactly one gets it."""
     project_name, _ = parse_task_id(task_id)
     authorize(Op.VERIFY, who, project=project_name)
@@ -298,7 +298,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> Started:
         "spec": {"id": spec.id, "title": spec.title, "body": spec.body} if spec else None,
         "reverify": reverify,
     }
-    return Started(
+    return RunStarted(
         run.model_copy(update={"version": 1}),
         new.model_copy(update={"version": task.version + 1}),
         spec,

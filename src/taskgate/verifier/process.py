@@ -67,7 +67,7 @@ def redact(text: str, secrets_: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
-class Finished:
+class Exited:
     exit_code: int | None  # None when it timed out; negative: killed by that signal
     timed_out: bool
     output: str  # the tail, decoded, secrets redacted (stdout and stderr, unless split)
@@ -206,7 +206,7 @@ def run(
     split_stderr: bool = False,
     user: RunsAs | None = None,
     every_descendant: bool = False,
-) -> Finished:
+) -> Exited:
     """Run `command` to its end (or its timeout). A KeyboardInterrupt stops it, kills everything
     it started, and propagates. `split_stderr`: keep stderr apart (an answer read from stdout).
     `user`: run it as that user, with its group and no supplementary group (needs root or
@@ -247,7 +247,7 @@ def run(
             t.thread.join(READER_JOIN_S)
             if pipe is not None:
                 pipe.close()
-    return Finished(
+    return Exited(
         exit_code=None if timed_out else proc.returncode,
         timed_out=timed_out,
         output=redact(tail.text(), secrets_),

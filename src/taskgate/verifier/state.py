@@ -48,9 +48,7 @@ class Verifier:
     sandbox: Sandbox = field(default_factory=Sandbox)
     cache: CacheStore | None = None  # where dependency caches are kept; None: never used
 
-    def run(
-        self, command: str, dirs: RunDirs, minutes: float, stdin: bytes | None = None
-    ) -> process.Finished:
+    def run(self, command: str, dirs: RunDirs, minutes: float, stdin: bytes | None = None) -> process.Exited:
         """A command of the run (a check, a command criterion, the reviewer), as the check user
         in `dirs`, with the scrubbed environment."""
         return process.run(
@@ -65,7 +63,7 @@ class Verifier:
             every_descendant=self.sandbox.reaper,
         )
 
-    def missing(self, command: str, done: process.Finished) -> str | None:
+    def missing(self, command: str, done: process.Exited) -> str | None:
         """The tool the command's shell could not run (exit 126/127), if that is what happened."""
         return tools.unrunnable(command, done.exit_code, done.output + done.errors, self.env)
 
