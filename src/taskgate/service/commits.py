@@ -3,8 +3,9 @@ the repo is a local path that exists (`taskgate serve` on the machine the agents
 a commit that is not there is refused at submit_task, before anyone waits for a verifier to say
 so. Anything else (a remote URL, no git, a path that is not a repository or that git will not
 read as this user, a slow disk) is "cannot tell", and the verifier finds out. The base branch's
-tip is read here too when a task is claimed: the baseline of a submission committed straight
-onto that branch, which the verifier cannot find afterwards.
+tip is read here too: when a task is claimed (the baseline of a submission committed straight
+onto that branch, which the verifier cannot find afterwards), and when a verdict on a tip is
+shown or accepted (service/staleness.py seen_base: a moved tip makes it stale, verifier or not).
 
 I/O (a subprocess), so not in domain/. Git runs without hooks and without the server's
 environment: the repository is the agents', the server's keys are not theirs to see.
@@ -32,14 +33,18 @@ class _CannotRun(Exception):
 Found = Literal["there", "missing", "ambiguous"]
 
 
+def is_local(repo: str) -> bool:
+    """Whether `repo` names a local path this server can look in (it may still not be a
+    repository git reads)."""
+    return bool(repo) and not is_remote(repo) and os.path.isdir(os.path.expanduser(repo))
+
+
 def _local_git(repo: str) -> GitQuery | None:
     """git in the local repository `repo` (stdout, or None when it failed), or None when the
     repository is not a local path this server can read."""
-    if not repo or is_remote(repo):
+    if not is_local(repo):
         return None
     path = os.path.expanduser(repo)
-    if not os.path.isdir(path):
-        return None
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", "/"),
