@@ -13,7 +13,7 @@ from taskgate.domain.clock import ManualTiming
 from taskgate.domain.errors import ErrorCode, TaskgateError
 from taskgate.domain.merging import MergedBase
 from taskgate.domain.models import Status
-from taskgate.service import projects, review, staleness, tasks
+from taskgate.service import commits, projects, review, staleness, tasks
 from taskgate.service.context import SYSTEM
 from tests.service.scenarios import Scene, new_scene, reach, verify
 from tests.support.evidence import CONFIG, Evidence
@@ -61,26 +61,98 @@ def test_a_git_commit_on_main_makes_the_verdict_stale_with_no_report(world: Worl
     assert moves[0] == {"by": SYSTEM, "branch": "main", "tip": tip1, "previous": tip0}
 
 
-def test_reads_are_rate_limited_per_project(world: World, tmp_path: Path) -> None:
+def test_a_moved_ref_is_read_at_once_and_an_unmoved_stamp_waits_its_longest(
+    world: World, tmp_path: Path
+) -> None:
     scene, local, tip0 = _verified_on_main(world, tmp_path)
     timing = ManualTiming()
     world.ctx.timing = timing
     reads = staleness.TipReads()
     task = world.reload(scene.task_id)
-    staleness.seen_base(world.ctx, world.ctx.project("demo"), [task], reads=reads, every=2.0)
+
+    def seen() -> str | None:
+        p = staleness.seen_base(world.ctx, world.ctx.project("demo"), [task], reads=reads)
+        return p.base_tip.tip if p.base_tip is not None else None
+
+    assert seen() == tip0
     tip1 = local.commit({"b.py": "B = 2\n"}, "main moves")
-    timing.sleep(1.9)
-    seen = staleness.seen_base(world.ctx, world.ctx.project("demo"), [task], reads=reads, every=2.0)
-    assert seen.base_tip is not None and seen.base_tip.tip == tip0  # inside the window: not read
+    assert seen() == tip1  # no time passed: the ref's files changed, so it is read at once
+    # main made a symbolic ref to trunk: trunk moves, no file of main's changes. The stamp cannot
+    # see it; the read after TIP_READ_MAX_S does.
+    git(local.path, "branch", "trunk")
+    git(local.path, "symbolic-ref", "refs/heads/main", "refs/heads/trunk")
+    assert seen() == tip1  # (the stamp changed: read, and the tip is the same)
+    tip2 = git(
+        local.path, "commit-tree", "-p", tip1, "-m", "on trunk", git(local.path, "rev-parse", "HEAD^{tree}")
+    )
+    git(local.path, "update-ref", "refs/heads/trunk", tip2)
+    assert git(local.path, "rev-parse", "main") == tip2
+    timing.sleep(staleness.TIP_READ_MAX_S - 0.1)
+    assert seen() == tip1
     timing.sleep(0.2)
-    seen = staleness.seen_base(world.ctx, world.ctx.project("demo"), [task], reads=reads, every=2.0)
-    assert seen.base_tip is not None and seen.base_tip.tip == tip1
+    assert seen() == tip2
+
+
+def test_without_a_stamp_reads_wait_the_short_window(world: World, tmp_path: Path) -> None:
+    """The repository named by a directory inside its working tree: git finds the repository
+    above it, the stamp does not (it looks where the path says)."""
+    local = tmp_path / "repo"
+    scene, repo, tip0 = _verified_on_main(world, tmp_path, repo=str(local / "sub"))
+    (local / "sub").mkdir()
+    timing = ManualTiming()
+    world.ctx.timing = timing
+    reads = staleness.TipReads()
+    task = world.reload(scene.task_id)
+
+    def seen() -> str | None:
+        p = staleness.seen_base(world.ctx, world.ctx.project("demo"), [task], reads=reads, every=2.0)
+        return p.base_tip.tip if p.base_tip is not None else None
+
+    assert seen() == tip0
+    tip1 = repo.commit({"b.py": "B = 2\n"}, "main moves")
+    timing.sleep(1.9)
+    assert seen() == tip0  # inside the window: not read
+    timing.sleep(0.2)
+    assert seen() == tip1
+
+
+def test_a_stamp_changes_with_each_way_git_moves_a_branch(tmp_path: Path) -> None:
+    local = Repo.create(tmp_path / "repo", {"a.py": "A = 1\n"})
+    repo = str(local.path)
+    s0 = commits.tip_stamp(repo, "main")
+    assert s0 is not None and s0 == commits.tip_stamp(repo, "main")
+    git(local.path, "branch", "other")  # another branch: main's files are as they were
+    assert commits.tip_stamp(repo, "main") == s0
+    c1 = local.commit({"b.py": "B = 2\n"})
+    s1 = commits.tip_stamp(repo, "main")
+    assert s1 != s0
+    git(local.path, "pack-refs", "--all")  # the loose ref goes, packed-refs is written
+    s2 = commits.tip_stamp(repo, "main")
+    assert s2 != s1
+    git(local.path, "update-ref", "refs/heads/main", "HEAD~1")  # from packed-refs to a loose ref again
+    assert commits.tip_stamp(repo, "main") != s2
+    # A linked worktree (`.git` is a file naming its git directory) and a bare clone stamp too.
+    git(local.path, "worktree", "add", "--quiet", str(tmp_path / "wt"), "-b", "wt")
+    w0 = commits.tip_stamp(str(tmp_path / "wt"), "main")
+    git(local.path, "update-ref", "refs/heads/main", c1)  # (it was at c1's parent)
+    assert w0 is not None and commits.tip_stamp(str(tmp_path / "wt"), "main") != w0
+    git(tmp_path, "clone", "--quiet", "--bare", repo, str(tmp_path / "bare.git"))
+    b0 = commits.tip_stamp(str(tmp_path / "bare.git"), "main")
+    git(tmp_path / "bare.git", "update-ref", "refs/heads/main", "main~1")
+    assert b0 is not None and commits.tip_stamp(str(tmp_path / "bare.git"), "main") != b0
+    # No stamp where the path is no repository git's way, or the branch would leave refs/heads.
+    assert commits.tip_stamp(str(tmp_path), "main") is None
+    assert commits.tip_stamp(repo, "../../HEAD") is None
+    assert commits.tip_stamp("https://example.com/r.git", "main") is None
 
 
 def test_an_accept_reads_the_tip_afresh_and_warns(world: World, tmp_path: Path) -> None:
-    scene, local, tip0 = _verified_on_main(world, tmp_path)
+    # Named by a directory inside it, the repository has no stamp: a read for showing it holds for
+    # TIP_READ_S, which an accept does not wait for.
+    scene, local, tip0 = _verified_on_main(world, tmp_path, repo=str(tmp_path / "repo" / "sub"))
+    (local.path / "sub").mkdir()
     task = world.reload(scene.task_id)
-    # Shown a moment ago on tip0; main moves inside the board's window; the accept still sees it.
+    # Shown a moment ago on tip0; main moves inside the window of that read; the accept sees it.
     staleness.seen_base(world.ctx, world.ctx.project("demo"), [task])
     tip1 = local.commit({"b.py": "B = 2\n"}, "main moves")
     done, warning = review.accept_saying(world.ctx, world.human, scene.task_id)

@@ -116,28 +116,37 @@ def _record(
 
 
 # In local mode the server reads the base branch's tip itself when a verdict on a tip is shown
-# (the board polls every 3 s per open tab, `task show`): at most once per TIP_READ_S per project,
-# a git call being a few milliseconds. An accept reads it afresh (every=0).
+# (the board polls every 3 s per open tab; `task show`) or accepted. A git call is a few
+# milliseconds, a stamp of the ref files (commits.tip_stamp) a few microseconds: while the stamp
+# is the same the tip is not read again, for up to TIP_READ_MAX_S (what a stamp cannot see: a
+# symbolic ref's target moving); without a stamp, at most once per TIP_READ_S. An accept reads it
+# afresh (every=0).
 TIP_READ_S = 2.0
+TIP_READ_MAX_S = 30.0
 
 
 class TipReads:
-    """When this process last read each project's local tip (a board poll in one thread and
-    `task show` in another share it): the rate limit of seen_base."""
+    """When this process last read each project's local tip, and the stamp of its ref files then
+    (a board poll in one thread and `task show` in another share it): seen_base's rate limit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._last: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str], tuple[float, commits.Stamp | None]] = {}
 
-    def due(self, project: str, repo: str, now: float, every: float) -> bool:
-        """Whether to read now: no read of this repository for the project in the last `every`
-        seconds. A caller told yes holds the slot: the others racing it show the known tip."""
+    def due(self, project: str, repo: str, now: float, every: float, stamp: commits.Stamp | None) -> bool:
+        """Whether to read now: always when `every` is 0 (an accept) or the stamp changed; with
+        the same stamp, once TIP_READ_MAX_S has passed; without one, once `every` has. A caller
+        told yes holds the slot: the others racing it show the tip as known."""
         key = (project, repo)
         with self._lock:
             last = self._last.get(key)
-            if last is not None and 0 <= now - last < every:
-                return False
-            self._last[key] = now
+            if last is not None and every > 0:
+                at, seen = last
+                same = stamp is not None and stamp == seen
+                window = every if stamp is None else (TIP_READ_MAX_S if same else 0.0)
+                if 0 <= now - at < window:
+                    return False
+            self._last[key] = (now, stamp)
             return True
 
 
@@ -155,20 +164,22 @@ def seen_base(
     """The project with its base tip as the server knows it now, for showing or accepting
     `shown`. Where the project's repository is a local path (`taskgate serve` beside the agents'
     repository) and one of `shown` holds a verdict on a tip, the server reads the branch's tip
-    itself, at most once per `every` seconds: a move it finds is recorded as a verifier's report
+    itself (when TipReads says it is due): a move it finds is recorded as a verifier's report
     would be (_record), so a stale verdict is marked, and its accept warns, with no verifier
     running. Anything else (a remote, git not answering) leaves the tip as last reported."""
     verdicts = [t.verified_base for t in shown if t.verified_base is not None and held_on_a_tip(t)]
     if not verdicts or not commits.is_local(project.repo):
         return project
-    if not reads.due(project.name, project.repo, ctx.timing.monotonic(), every):
-        return project
     cfg = project.verifier_config
     known = project.base_tip
     choice = cfg.base_branch_choice() if cfg is not None else None
     # The branch the verifier found, else the one the verdict was reached on.
-    choice = choice or (known.branch if known is not None else None) or verdicts[0].branch
-    found = commits.base_tip(project.repo, choice)
+    branch = choice or (known.branch if known is not None else None) or verdicts[0].branch
+    # Stamped before the read: a move between the two shows as a new stamp next time.
+    stamp = commits.tip_stamp(project.repo, branch)
+    if not reads.due(project.name, project.repo, ctx.timing.monotonic(), every, stamp):
+        return project
+    found = commits.base_tip(project.repo, branch)
     if found is None or (known is not None and (known.branch, known.tip) == (found.branch, found.commit)):
         return project
     return _record(ctx, SYSTEM, project.name, found.branch, found.commit)[1]
