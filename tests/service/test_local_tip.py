@@ -4,6 +4,7 @@ no verifier polling and no push webhook. Real SQLite (and moto), real git reposi
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -252,3 +253,29 @@ def test_racing_reads_record_one_move(race_world: World, tmp_path: Path) -> None
     assert errors == []
     assert seen == [tip1] * 6
     assert [m["tip"] for m in _base_moves(world)] == [tip1, tip0]  # newest first: one move each
+
+
+def test_a_fifo_where_git_keeps_a_file_does_not_hold_the_read(tmp_path: Path) -> None:
+    """The agents own the repository: a FIFO as `.git` or as a worktree's `commondir` would block
+    a plain open() for good, and with it the request that shows the board."""
+    local = Repo.create(tmp_path / "repo", {"a.py": "A = 1\n"})
+    git(local.path, "worktree", "add", "--quiet", str(tmp_path / "wt"), "-b", "wt")
+    [admin] = (local.path / ".git" / "worktrees").iterdir()
+    (admin / "commondir").unlink()
+    os.mkfifo(admin / "commondir")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / ".git")
+    got: dict[str, object] = {}
+
+    def stamp(name: str) -> None:
+        got[name] = commits.tip_stamp(str(tmp_path / name), "main")
+
+    threads = [threading.Thread(target=stamp, args=(n,), daemon=True) for n in ("wt", "fifo")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads)
+    assert got["fifo"] is None
+    # The worktree's git directory is found; its refs are looked for there (none: all missing).
+    assert got["wt"] is not None

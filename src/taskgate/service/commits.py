@@ -14,6 +14,7 @@ environment: the repository is the agents', the server's keys are not theirs to 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from typing import Literal
 
@@ -88,12 +89,7 @@ def _git_dirs(path: str) -> tuple[str, str] | None:
     dot = os.path.join(path, ".git")
     if os.path.isdir(dot):
         gitdir = dot
-    elif os.path.isfile(dot):
-        try:
-            with open(dot, encoding="utf-8") as f:
-                head = f.read(4096)
-        except (OSError, UnicodeDecodeError):
-            return None
+    elif (head := _small_file(dot)) is not None:
         if not head.startswith("gitdir:"):
             return None
         gitdir = os.path.join(path, head[len("gitdir:") :].strip())
@@ -101,13 +97,26 @@ def _git_dirs(path: str) -> tuple[str, str] | None:
         gitdir = path
     else:
         return None
-    common = gitdir
+    common = _small_file(os.path.join(gitdir, "commondir"))
+    return gitdir, os.path.join(gitdir, common.strip()) if common is not None else gitdir
+
+
+def _small_file(name: str) -> str | None:
+    """The start of a regular file, or None. Opened without blocking and checked after opening:
+    the repository is the agents', and a FIFO put where a file belongs would otherwise hold the
+    request that reads it for good."""
     try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
-            common = os.path.join(gitdir, f.read(4096).strip())
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 4096).decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        pass
-    return gitdir, common
+        return None
+    finally:
+        os.close(fd)
 
 
 def tip_stamp(repo: str, branch: str | None) -> Stamp | None:
