@@ -1,4 +1,4 @@
-"""Stale verdicts with no verifier running (issue 34, item 4): `main` of the project's local
+"""Stale verdicts with no verifier running: `main` of the project's local
 repository moves by a plain git commit, nobody calls the push webhook and `taskgate verify` has
 exited; `taskgate serve` reads the tip itself. The task detail and `taskgate task show` say the
 verdict is stale, and `taskgate task accept` warns before the person confirms and after. A real
