@@ -279,3 +279,16 @@ def test_a_fifo_where_git_keeps_a_file_does_not_hold_the_read(tmp_path: Path) ->
     assert got["fifo"] is None
     # The worktree's git directory is found; its refs are looked for there (none: all missing).
     assert got["wt"] is not None
+
+
+def test_an_accept_asked_as_status_done_says_it_too(world: World, tmp_path: Path) -> None:
+    """update_task(status="done") (MCP, for a human or a key they delegated to) accepts through
+    the same rule, and its warnings carry what the accept said."""
+    scene, local, tip0 = _verified_on_main(world, tmp_path)
+    tip1 = local.commit({"b.py": "B = 2\n"}, "main moves")
+    written = tasks.update(world.ctx, world.human, scene.task_id, status="done")
+    assert written.task.status is Status.DONE
+    assert written.warnings == [
+        f"{scene.task_id} was verified on the commit merged onto main at {tip0[:12]}, and main is at "
+        f"{tip1[:12]} now: its verdict is stale"
+    ]
