@@ -292,3 +292,22 @@ def test_an_accept_asked_as_status_done_says_it_too(world: World, tmp_path: Path
         f"{scene.task_id} was verified on the commit merged onto main at {tip0[:12]}, and main is at "
         f"{tip1[:12]} now: its verdict is stale"
     ]
+
+
+def test_a_move_hidden_from_the_stamp_still_warns_at_accept(world: World, tmp_path: Path) -> None:
+    """An agent in the human's OS account makes main a symbolic ref and moves its target: no file
+    of main's changes, so the board may show the old tip for up to TIP_READ_MAX_S; the accept
+    reads the tip with git and warns all the same."""
+    scene, local, tip0 = _verified_on_main(world, tmp_path)
+    task = world.reload(scene.task_id)
+    git(local.path, "branch", "trunk")
+    git(local.path, "symbolic-ref", "refs/heads/main", "refs/heads/trunk")
+    staleness.seen_base(world.ctx, world.ctx.project("demo"), [task])  # shown: the stamp as it is
+    tree = git(local.path, "rev-parse", "HEAD^{tree}")
+    tip1 = git(local.path, "commit-tree", "-p", tip0, "-m", "hidden", tree)
+    git(local.path, "update-ref", "refs/heads/trunk", tip1)
+    shown = staleness.seen_base(world.ctx, world.ctx.project("demo"), [task])
+    assert shown.base_tip is not None and shown.base_tip.tip == tip0  # the board's view lags
+    done, warning = review.accept_saying(world.ctx, world.human, scene.task_id)
+    assert done.status is Status.DONE
+    assert warning is not None and f"main is at {tip1[:12]} now: its verdict is stale" in warning
