@@ -125,6 +125,12 @@ SMOKES = [
             for f in ("kb", "tree_ms", "patterns_ms", "ratio", "tree_mb_per_s")
         ),
     ),
+    bench(
+        "stale_tip.py",
+        *(fig("p50_ms", f"probe={p} ") for p in ("board_poll", "task_detail")),
+        r"(?m)^commit_to_stale_ms=\d+(?:\.\d+)?$",  # seen (-1: never): the server read the tip
+        rf"(?m)^tip_read_ms git_p50={NUMBER} stamp_p50={NUMBER}$",
+    ),
     bench("verify_fleet.py", fig("verify_start_p50_s"), fig("jobs2_time_ratio"), fig("cache_speedup")),
     bench(
         "verify_overhead.py",

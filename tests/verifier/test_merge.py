@@ -15,6 +15,7 @@ from typing import Any
 
 from tests.mcp.live import Live
 from tests.support.conf_project import (
+    CONF,
     CONF_TEST,
     RENAME,
     RENAMED,
@@ -203,8 +204,12 @@ def _post(url: str, key: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]
 
 
 def test_the_push_webhook_marks_stale_and_accepting_stale_work_says_so(live: Live, tmp_path: Path) -> None:
-    gate = conf_gate(live, tmp_path)
-    repo = gate.repo
+    # The repository by URL, as a git host's: the server reads no tip of it itself (a local path's
+    # it does, tests/verifier/test_stale_local.py), so only the webhook says main moved.
+    repo = Repo.create(
+        tmp_path / "repo", {"conf.py": CONF, "test_conf.py": CONF_TEST, ".gitignore": "reports/\n"}
+    )
+    gate = Gate.create(live, repo, pytest_config(), url=f"file://{repo.path}")
     tid = gate.task([USE])
     verified_tip = repo.commit({"test_use.py": USES}, "use")
     gate.submit(tid, verified_tip)

@@ -283,6 +283,17 @@ class TaskWritten(Out):
     warnings: list[str]
 
 
+class Accepted(TaskOut):
+    """The task accepted, and what its acceptance said."""
+
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Said about the acceptance: the verdict accepted was stale (the base branch moved "
+        "since it was reached, as a verifier, a push webhook or the server's own read of a local "
+        "repository found)",
+    )
+
+
 class TaskPage(Out):
     items: list[TaskOut]
     cursor: str | None

@@ -30,7 +30,15 @@ def _moved(args: argparse.Namespace, verb: str, body: Any = None) -> None:
 
 
 def cmd_task_accept(args: argparse.Namespace) -> None:
-    _moved(args, "accept")
+    """Accept, and say what the acceptance said: a stale verdict is accepted with a warning
+    (the project's accept_stale: false refuses it instead, on the server)."""
+    api = client(args)
+    t = api.call("POST", api.path("api", "tasks", args.id, "accept"))
+    emit(
+        args,
+        t,
+        "\n".join([f"{t['id']} is {t['status']}", *(f"warning: {w}" for w in t.get("warnings") or [])]),
+    )
 
 
 def cmd_task_reopen(args: argparse.Namespace) -> None:
@@ -101,7 +109,13 @@ def _check_task(args: argparse.Namespace) -> None:
 
 def _about(a: argparse.Namespace) -> str:
     t = getattr(a, "task_record", None)
-    return f"{t['id']} is {t['status']}: {t['title']}" if t else ""
+    if not t:
+        return ""
+    about = f"{t['id']} is {t['status']}: {t['title']}"
+    if t.get("stale"):  # said before the person confirms, as the board's accept dialog says it
+        note = t.get("stale_note") or "stale: the base branch has moved since"
+        about += f"\nwarning: its verdict is stale ({note}): it was verified on {t.get('verified_on')}"
+    return about
 
 
 def _also(a: argparse.Namespace, line: str) -> str:

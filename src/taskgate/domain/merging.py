@@ -113,6 +113,13 @@ def stale_on(base: MergedBase | None, known: BaseTip | None) -> bool:
     )
 
 
+def held_on_a_tip(task: Task) -> bool:
+    """A verified task whose verdict holds for one tip of the base branch: the verdicts a move of
+    that branch makes stale, so the only ones worth reading the branch's tip for."""
+    base = task.verified_base
+    return task.status == "verified" and base is not None and base.mode != "none" and base.tip is not None
+
+
 def stale_line(known: BaseTip) -> str:
     """What a stale verdict says, after the base it holds for (the brief, `task show`, the board)."""
     return f"stale: {known.branch} is at {known.tip[:12]} now; it is verified again on that tip"

@@ -46,8 +46,9 @@ def move_to(
     findings: list[str] | None = None,
     blocked_by: list[str] | None = None,
     note: str | None = None,
-) -> Task:
-    """Move a task to `status` by the human move that goes there from where it is now.
+) -> tuple[Task, list[str]]:
+    """Move a task to `status` by the human move that goes there from where it is now, and what
+    the move said (an accept of a stale verdict says so, as review.accept_saying does anywhere).
 
     The move is chosen on the task as read here; the service that makes it reads it again in its
     own commit, so a change in between either makes the same move (a reopen of verified work that
@@ -64,9 +65,11 @@ def move_to(
     if note and action in (Action.ACCEPT, Action.REOPEN):
         raise invalid(f"a note goes with cancel and the needs_human moves; {action.value} takes none")
     if action is Action.ACCEPT:
-        return review.accept(ctx, who, task_id)
+        done, warning = review.accept_saying(ctx, who, task_id)
+        return done, [warning] if warning else []
     if action is Action.REOPEN:
-        return review.reopen(ctx, who, task_id, findings=findings or [])
+        return review.reopen(ctx, who, task_id, findings=findings or []), []
     if action is Action.CANCEL:
-        return review.cancel(ctx, who, task_id, reason=note or "")
-    return review.resolve(ctx, who, task_id, _RESOLUTIONS[action], blocked_by=blocked_by, note=note or "")
+        return review.cancel(ctx, who, task_id, reason=note or ""), []
+    resolved = review.resolve(ctx, who, task_id, _RESOLUTIONS[action], blocked_by=blocked_by, note=note or "")
+    return resolved, []

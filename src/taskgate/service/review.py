@@ -138,6 +138,8 @@ def accept_saying(
                 raise not_found(f"project {project_name}")
             project = records.load(Project, read[keys[1]])
         known = records.load(Project, read[keys[1]]) if keys[1] in read else None
+        if known is not None:  # a local repository's tip, read now: no verifier need have seen it move
+            known = staleness.seen_base(ctx, known, [task], every=0)
         if together is not None:
             moved = known is not None and known.base_tip is not None and known.base_tip.tip != together["tip"]
             stale = task.status is Status.VERIFIED and moved

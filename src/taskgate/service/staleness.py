@@ -1,9 +1,12 @@
 """Verdicts that go stale when the base branch moves: the tip as last reported (a verifier's
-poll, a git host's push webhook, the nightly run), the verified tasks whose verdict was reached on
-another tip, and what a re-verification on the new tip does to them."""
+poll, a git host's push webhook, the nightly run, or the server's own read of a local repository
+when a verdict is shown or accepted), the verified tasks whose verdict was reached on another
+tip, and what a re-verification on the new tip does to them."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,12 +14,12 @@ from taskgate.domain import outcome as rules
 from taskgate.domain.clock import iso
 from taskgate.domain.errors import invalid
 from taskgate.domain.lifecycle import Action
-from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_on
+from taskgate.domain.merging import BaseTip, MergedBase, held_for, held_on_a_tip, stale_on
 from taskgate.domain.models import Project, Status, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import records
-from taskgate.service.context import Context, event, put_event
+from taskgate.service import commits, records
+from taskgate.service.context import SYSTEM, Context, event, put_event
 from taskgate.store.port import Item, Put
 
 # Accepted tasks named in a "breaks on the new base" finding; the rest are counted.
@@ -68,8 +71,16 @@ def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: s
         BaseTip(branch=branch, tip=tip, at="", by="")
     except ValueError:
         raise invalid(f"tip {tip!r} is not a full commit id (40 or 64 hex digits)") from None
+    return _record(ctx, who, project_name, branch, tip)[0]
 
-    def attempt() -> Moved:
+
+def _record(
+    ctx: Context, who: Acting | str, project_name: str, branch: str, tip: str
+) -> tuple[Moved, Project]:
+    """The one place a reported tip is recorded, whoever read it (a verifier, a git host, the
+    server itself from a local repository): the answer, and the project as it is after it."""
+
+    def attempt() -> tuple[Moved, Project]:
         project = ctx.project(project_name)
         cfg = project.verifier_config
         wanted = cfg.base_branch_choice() if cfg is not None else None
@@ -77,15 +88,16 @@ def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: s
         if wanted is None and known is not None:
             wanted = known.branch  # the branch the verifier found (main, or the repository's HEAD)
         if wanted is not None and branch != wanted:
-            return Moved(project_name, branch, tip, False, f"{branch} is not the base branch ({wanted})", [])
+            return Moved(
+                project_name, branch, tip, False, f"{branch} is not the base branch ({wanted})", []
+            ), project
         if not tip.strip("0"):  # a git host's push that deleted the branch: no tip to verify on
-            return Moved(project_name, branch, tip, False, f"the push deleted {branch}", [])
+            return Moved(project_name, branch, tip, False, f"the push deleted {branch}", []), project
         changed = known is None or (known.branch, known.tip) != (branch, tip)
         if changed:
             now = ctx.clock.now()
-            new = project.model_copy(
-                update={"base_tip": BaseTip(branch=branch, tip=tip, at=iso(now), by=who.actor)}
-            )
+            by = who.actor if isinstance(who, Acting) else who
+            new = project.model_copy(update={"base_tip": BaseTip(branch=branch, tip=tip, at=iso(now), by=by)})
             ev = event(who, "base_moved", project=project_name, at=now, branch=branch, tip=tip,
                        previous=known.tip if known is not None else None)  # fmt: skip
             ctx.commit(
@@ -95,11 +107,82 @@ def base_moved(ctx: Context, who: Acting, project_name: str, *, ref: str, tip: s
                     _signal(ctx, project_name, new.base_tip),
                 ]
             )
-            project = new
-        return Moved(project_name, branch, tip, changed, None, [t.id for t in stale_tasks(ctx, project)])
+            project = new.model_copy(update={"version": project.version + 1})
+        stale = [t.id for t in stale_tasks(ctx, project)]
+        return Moved(project_name, branch, tip, changed, None, stale), project
 
     # Two reports of one push racing: the one that loses reads the tip the other recorded.
     return ctx.retrying(attempt)
+
+
+# In local mode the server reads the base branch's tip itself when a verdict on a tip is shown
+# (the board polls every 3 s per open tab; `task show`) or accepted. A git call is a few
+# milliseconds, a stamp of the ref files (commits.tip_stamp) a few microseconds: while the stamp
+# is the same the tip is not read again, for up to TIP_READ_MAX_S (what a stamp cannot see: a
+# symbolic ref's target moving); without a stamp, at most once per TIP_READ_S. An accept reads it
+# afresh (every=0).
+TIP_READ_S = 2.0
+TIP_READ_MAX_S = 30.0
+
+
+class TipReads:
+    """When this process last read each project's local tip, and the stamp of its ref files then
+    (a board poll in one thread and `task show` in another share it): seen_base's rate limit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[tuple[str, str], tuple[float, commits.Stamp | None]] = {}
+
+    def due(self, project: str, repo: str, now: float, every: float, stamp: commits.Stamp | None) -> bool:
+        """Whether to read now: always when `every` is 0 (an accept) or the stamp changed; with
+        the same stamp, once TIP_READ_MAX_S has passed; without one, once `every` has. A caller
+        told yes holds the slot: the others racing it show the tip as known."""
+        key = (project, repo)
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and every > 0:
+                at, seen = last
+                same = stamp is not None and stamp == seen
+                window = every if stamp is None else (TIP_READ_MAX_S if same else 0.0)
+                if 0 <= now - at < window:
+                    return False
+            self._last[key] = (now, stamp)
+            return True
+
+
+TIP_READS = TipReads()
+
+
+def seen_base(
+    ctx: Context,
+    project: Project,
+    shown: Sequence[Task],
+    *,
+    every: float = TIP_READ_S,
+    reads: TipReads = TIP_READS,
+) -> Project:
+    """The project with its base tip as the server knows it now, for showing or accepting
+    `shown`. Where the project's repository is a local path (`taskgate serve` beside the agents'
+    repository) and one of `shown` holds a verdict on a tip, the server reads the branch's tip
+    itself (when TipReads says it is due): a move it finds is recorded as a verifier's report
+    would be (_record), so a stale verdict is marked, and its accept warns, with no verifier
+    running. Anything else (a remote, git not answering) leaves the tip as last reported."""
+    verdicts = [t.verified_base for t in shown if t.verified_base is not None and held_on_a_tip(t)]
+    if not verdicts or not commits.is_local(project.repo):
+        return project
+    cfg = project.verifier_config
+    known = project.base_tip
+    choice = cfg.base_branch_choice() if cfg is not None else None
+    # The branch the verifier found, else the one the verdict was reached on.
+    branch = choice or (known.branch if known is not None else None) or verdicts[0].branch
+    # Stamped before the read: a move between the two shows as a new stamp next time.
+    stamp = commits.tip_stamp(project.repo, branch)
+    if not reads.due(project.name, project.repo, ctx.timing.monotonic(), every, stamp):
+        return project
+    found = commits.base_tip(project.repo, branch)
+    if found is None or (known is not None and (known.branch, known.tip) == (found.branch, found.commit)):
+        return project
+    return _record(ctx, SYSTEM, project.name, found.branch, found.commit)[1]
 
 
 def _signal(ctx: Context, project: str, base: BaseTip | None) -> Put:

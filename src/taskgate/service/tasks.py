@@ -259,10 +259,10 @@ def update(
                 f"status goes alone (with findings, blocked_by or note for its move); "
                 f"send {', '.join(given_edits)} in a call of its own"
             )
-        moved = human_moves.move_to(
+        moved, said = human_moves.move_to(
             ctx, who, tid, status, findings=findings, blocked_by=blocked_by, note=note
         )
-        return Written(moved)
+        return Written(moved, said)
     authorize(Op.UPDATE_TASK, who, project=project)
     if findings is not None or note is not None:
         raise invalid("findings and note go with a status move (reopen, cancel, resolve)")

@@ -248,6 +248,7 @@ export function mountBoard(root, app) {
     if (!out) return;
     selected.clear();
     const lines = [`Accepted: ${out.accepted.map((t) => t.id).join(", ") || "none"}.`];
+    for (const w of out.warnings || []) lines.push(`Warning: ${w}.`);
     notify(lines.join(" "));
     if (out.refused.length) {
       app.showBatchRefusals(out.refused);

@@ -216,7 +216,10 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
   async function act(options) {
     const out = await actionDialog(options);
     if (out) {
-      notify(options.done || "Done.");
+      // What the server said of the move, e.g. an accept of a stale verdict (the tip it read may
+      // be newer than the one this drawer showed).
+      const warnings = Array.isArray(out.warnings) ? out.warnings : [];
+      notify([options.done || "Done.", ...warnings.map((w) => `Warning: ${w}.`)].join(" "));
       onChanged();
     }
     return out;

@@ -12,6 +12,7 @@ from taskgate import runtime
 from taskgate.api.access import Access, caller, route
 from taskgate.api.errors import HINTS
 from taskgate.api.schemas import (
+    Accepted,
     BatchAccept,
     BatchResult,
     CancelIn,
@@ -28,7 +29,7 @@ from taskgate.api.schemas import (
 from taskgate.domain.batches import Batch
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.models import Note, Status
-from taskgate.service import attestations, batches, review, tasks
+from taskgate.service import attestations, batches, review, staleness, tasks
 
 H = Access.HUMAN
 TAGS = ("tasks",)
@@ -53,7 +54,8 @@ def list_tasks(
         limit=limit,
         cursor=cursor,
     )
-    p = runtime.context().project(project)
+    ctx = runtime.context()
+    p = staleness.seen_base(ctx, ctx.project(project), items)
     return TaskPage(items=[TaskOut.of(t, p.verification_on, p.base_tip) for t in items], cursor=next_cursor)
 
 
@@ -97,7 +99,11 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
     runs = tasks.runs(ctx, who, task_id)
     return TaskDetail(
-        task=TaskOut.of(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
+        task=TaskOut.of(
+            task,
+            (p := staleness.seen_base(ctx, ctx.project(task.project), [task])).verification_on,
+            p.base_tip,
+        ),
         history=history,
         history_cursor=next_history,
         runs=runs,
@@ -138,9 +144,18 @@ def add_note(task_id: str, body: NoteIn) -> Note:
     return tasks.add_note(runtime.context(), caller(), task_id, body.body)
 
 
-@route("POST", "/api/tasks/<task_id>/accept", H, summary="Accept one task (any risk)", tags=TAGS)
-def accept_task(task_id: str) -> TaskOut:
-    return TaskOut.of(review.accept(runtime.context(), caller(), task_id))
+@route(
+    "POST",
+    "/api/tasks/<task_id>/accept",
+    H,
+    summary="Accept one task (any risk); warnings say when the verdict accepted was stale",
+    tags=TAGS,
+)
+def accept_task(task_id: str) -> Accepted:
+    done, warning = review.accept_saying(runtime.context(), caller(), task_id)
+    return Accepted.model_validate(
+        {**TaskOut.of(done).model_dump(), "warnings": [warning] if warning else []}
+    )
 
 
 @route(
