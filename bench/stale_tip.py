@@ -25,7 +25,6 @@ import http.client
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,9 +32,6 @@ from pathlib import Path
 from benchkit import smoke
 from benchkit.serve import Served, start
 from benchkit.stats import pct
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tests.support: evidence as a real verifier sends it
 
 PROJECT = "stale"
 
@@ -61,16 +57,22 @@ def make_repo(where: Path) -> tuple[Path, str]:
     return repo, git(repo, "rev-parse", "HEAD")
 
 
+CHECK, REPORT = "unit", "reports/junit.xml"
+CONFIG = {
+    "checks": {
+        CHECK: {"command": f"pytest --junitxml={REPORT}", "report": {"path": REPORT, "format": "junit"}}
+    }
+}
+
+
 def verified_tasks(db: Path, repo: Path, tip: str, n: int) -> list[str]:
     """The project and `n` tasks verified on main at `tip`, through the services (a verifier's
     runs as `taskgate verify` reports them), on the server's database while it serves."""
-    from tests.support.evidence import CONFIG, run_verifier
-
     from taskgate.domain.merging import MergedBase
     from taskgate.domain.models import CredentialKind, CriterionInput, CriterionKind, VerifierKind
     from taskgate.domain.principals import acting, human
-    from taskgate.domain.run_report import Evidence
-    from taskgate.service import claims, keys, projects, tasks
+    from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, EvidenceSource, RunReport
+    from taskgate.service import claims, keys, projects, tasks, verification
     from taskgate.service.context import Context
     from taskgate.store.sqlite import SQLiteStore
 
@@ -95,7 +97,20 @@ def verified_tasks(db: Path, repo: Path, tip: str, n: int) -> list[str]:
             t = tasks.create(ctx, admin, PROJECT, title=f"task {i}", criteria=criteria).task
             claimed = claims.claim(ctx, agent, PROJECT, task_id=t.id)
             claims.submit(ctx, agent, t.id, claimed.token, commit_sha=tip, evidence="done")
-            run_verifier(ctx, verifier, t.id, Evidence.PASS, base=base)
+            # A passing run as `taskgate verify` reports it: the check's exit, the criterion's
+            # evidence read from its report, the base the commit was merged onto.
+            started = verification.start(ctx, verifier, task_id=t.id)
+            results = {
+                c["id"]: CriterionResult(
+                    result=Evidence.PASS,
+                    detail="1 passed",
+                    source=EvidenceSource(check=CHECK, report=REPORT, ref=c["verify_ref"]),
+                )
+                for c in started.work["criteria"]
+            }
+            checks = {CHECK: CheckResult(exit_code=0, duration_ms=10)}
+            report = RunReport(checks=checks, results=results, base=base)
+            verification.finish(ctx, verifier, t.id, started.run.id, report)
             ids.append(t.id)
         return ids
     finally:
