@@ -12,7 +12,7 @@ import { eventDetail } from "../eventtext.js";
 const EDITABLE = new Set(["backlog", "ready", "blocked", "needs_human"]);
 // Why a gate rule holds a submission for a person (the server's RULE_HOLDS): a human allows
 // it (protected paths only) or reopens the task with findings.
-const RULE_HOLDS = new Set(["held", "tests_edited", "passes_without_change", "reads_grader"]);
+const RULE_HOLDS = new Set(["held", "tests_edited", "passes_without_change", "reads_grader", "tripwire"]);
 const PAGE = 50;
 const MAX_PAGES = 40;
 
