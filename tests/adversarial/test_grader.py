@@ -140,7 +140,10 @@ def test_special_cased_code_fails_on_hidden_tests_which_the_agent_never_sees(
     assert finding["checks"] == []
     [run_] = detail["runs"]
     # The check's own output never held them: they were not in its tree.
-    assert MARKER not in run_["checks"]["unit"]["output_tail"] and "test_add_more" not in run_["checks"]["unit"]["output_tail"]
+    assert (
+        MARKER not in run_["checks"]["unit"]["output_tail"]
+        and "test_add_more" not in run_["checks"]["unit"]["output_tail"]
+    )
     assert run_["hidden_tests"] == {
         "commit": hidden_commit,
         "ran": 2,

@@ -174,15 +174,15 @@ def slugify(text):
     return _Same(text)
 """
 
-# pytest's reports forced to passed from the library's own code, through sys.modules: no
-# `import pytest` anywhere in the submission.
+# pytest's reports forced to passed from the library's own code, through sys.modules reached by
+# a name the screen does not read: no `import pytest` anywhere in the submission.
 FORCER = (
     BROKEN
     + """
 
 import sys
 
-_runner = sys.modules.get("_pytest.runner")
+_runner = getattr(sys, "mod" + "ules").get("_py" + "test.runner")
 if _runner is not None:
     _make = _runner.TestReport.from_item_and_call
 

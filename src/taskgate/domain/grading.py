@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from taskgate.domain.baseline import SCOPED
 from taskgate.domain.newtests import defining_files, unplaced
-from taskgate.domain.reports import Report, TestCase, TestOutcome
+from taskgate.domain.reports import Report, TestOutcome
 from taskgate.domain.testdefs import (
     JS_SUFFIXES,
     PY_SUFFIXES,
@@ -37,6 +37,7 @@ from taskgate.domain.testdefs import (
     is_test_path,
     is_test_side,
 )
+from taskgate.domain.testrefs import outcomes
 
 
 @dataclass(frozen=True)
@@ -76,16 +77,22 @@ def plan(
     at_baseline: Collection[str],
     harness_unchanged: Collection[str],
     refs: Sequence[str],
+    harness: Collection[str] = (),
 ) -> Plan:
     """The grading tree's plan for the paths the submission changes. `at_baseline`: the paths
     the baseline holds; `baseline_text` / `submitted_text`: a file's text there and as submitted
     (None: absent or not text); `harness_unchanged`: the scoped files whose harness part is as
-    it was; `refs`: the test criteria's refs."""
+    it was; `refs`: the test criteria's refs; `harness`: further paths that are the harness
+    whatever their names (the protected paths: what a check's command or test script runs by
+    path, a preload included)."""
     restore: list[str] = []
     remove: list[str] = []
     named: list[str] = []
     unnamed: list[str] = []
     for path in changed:
+        if path in harness:
+            (restore if path in at_baseline else remove).append(path)
+            continue
         if not is_test_side(path):
             continue
         if path.rsplit("/", 1)[-1] in SCOPED and path in harness_unchanged:
@@ -149,10 +156,6 @@ def names_test_files(command: str) -> list[str]:
 # -- changed expectations ---------------------------------------------------------------------
 
 
-def _full(t: TestCase) -> str:
-    return f"{t.classname}.{t.name}" if t.classname else t.name
-
-
 @dataclass(frozen=True)
 class Changed:
     """An existing test the submission changed: failed in the grading run (its baseline version)
@@ -169,14 +172,17 @@ def changed_expectations(
     """The tests of the grading reports that failed, are defined in a file the grading tree
     restored (by the report's `file` or classname; any restored test file where the runner says
     neither), and passed in the submission's tree under the same name."""
-    passed = {_full(t) for r in submitted for t in r.all_tests() if t.outcome is TestOutcome.PASSED}
+    passed = {
+        name for r in submitted for name, (outcome, _) in outcomes(r).items() if outcome is TestOutcome.PASSED
+    }
     tests = [p for p in restored if is_test_path(p)]
     out: list[Changed] = []
     for report in grading:
-        for t in report.all_tests():
-            if t.outcome is not TestOutcome.FAILED or _full(t) not in passed:
+        for name, (outcome, runs) in outcomes(report).items():
+            if outcome is not TestOutcome.FAILED or name not in passed:
                 continue
-            files = defining_files([t], tests, root) or (set(tests) if unplaced([t]) else set())
+            files = defining_files(runs, tests, root) or (set(tests) if unplaced(runs) else set())
             if files:
-                out.append(Changed(_full(t), tuple(sorted(files)), t.message))
+                message = next((r.message for r in runs if r.outcome is TestOutcome.FAILED), "")
+                out.append(Changed(name, tuple(sorted(files)), message))
     return out

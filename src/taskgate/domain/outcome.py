@@ -171,7 +171,10 @@ def decide(
         allowed_criteria=allowed_criteria,
         grading=report.grading,
     )
-    out = _tripwires(out, report.tripwires)
+    return _tripwires(_screened(out, report), report.tripwires)
+
+
+def _screened(out: Outcome, report: RunReport) -> Outcome:
     if not report.screened:
         return out
     hits = [Hit(h.path, h.line, h.rule, h.text) for h in report.screened]
@@ -563,6 +566,10 @@ def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
     the run goes to a human, whatever else it found (that is named after)."""
     if tripwires is None or not tripwires.bent():
         return out
+    if out.verdict is Verdict.NEEDS_HUMAN:
+        # Another rule holds it already (a changed harness, the screen's line): its reason,
+        # and what it can be allowed as, stay first; the tripwire is named after.
+        return replace(out, summary=f"{out.summary}; and {tripwire_reason(tripwires)}")
     also = f"; and {out.summary}" if out.verdict is not Verdict.PASSED else ""
     return replace(
         out,

@@ -138,6 +138,9 @@ class Written:
 
     tripwire: Tripwire
     criterion: str | None  # the criterion whose named test a twin perturbs (None: a canary)
+    # The criteria whose named tests it stands beside: judged only where a report holds one of
+    # them (a runner that wrote no report, or never ran, bent nothing a tripwire can show).
+    beside: tuple[str, ...] = ()
 
     def result(self, reported: str, check: str | None) -> TripwireResult:
         t = self.tripwire

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from taskgate.domain import grading, newtests
-from taskgate.domain.baseline import DIFF_MAX_CHARS
+from taskgate.domain.baseline import DIFF_MAX_CHARS, protect_globs, protected
 from taskgate.domain.models import CriterionKind
 from taskgate.domain.run_report import ChangedTest, CheckResult, GradingTree, Restored
 from taskgate.domain.testdefs import is_test_path
@@ -53,6 +53,8 @@ def _prepare(state: RunState) -> None:
     changed = list(evidence.changed)
     at_baseline = _present(co, rev, changed)
     refs = [c.verify_ref or "" for c in state.work.of_kind(CriterionKind.TEST)]
+    cfg = state.config
+    globs = protect_globs(cfg.protect, [*(c.command for c in cfg.checks.values()), *evidence.scripts])
     plan = grading.plan(
         changed,
         baseline_text=lambda p: _text_at(co, rev, p) if p in at_baseline else None,
@@ -60,6 +62,7 @@ def _prepare(state: RunState) -> None:
         at_baseline=at_baseline,
         harness_unchanged=evidence.harness_unchanged,
         refs=refs,
+        harness=set(protected(changed, globs, evidence.harness_unchanged)),
     )
     if not plan.changes_tree:
         if plan.named:

@@ -15,12 +15,12 @@ from pathlib import Path
 from taskgate.domain import grading
 from taskgate.domain.models import CriterionKind
 from taskgate.domain.reports import Report, TestOutcome
-from taskgate.domain.run_report import Tripwires
+from taskgate.domain.run_report import Evidence, Tripwires
 from taskgate.domain.testdefs import JS_SUFFIXES, PY_SUFFIXES, TestDef, is_harness, is_test_path
-from taskgate.domain.testrefs import failed_names
+from taskgate.domain.testrefs import failed_names, match_reports
 from taskgate.domain.tripwires import Tripwire, canary, tripwire_cases, twin, without_tripwires
 from taskgate.verifier.checking import REPORT_FAILED_LISTED
-from taskgate.verifier.state import RunState, Written
+from taskgate.verifier.state import RunError, RunState, Written
 from taskgate.verifier.trees import occupied
 
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site-packages"})
@@ -101,6 +101,7 @@ def _place(state: RunState) -> None:
     files = _test_files(root)
     written: list[Written] = []
     canaries: dict[tuple[str, str], str] = {}  # (directory, language) -> a named test's file
+    near: dict[tuple[str, str], set[str]] = {}  # (directory, language) -> the criteria named there
     for c in state.work.of_kind(CriterionKind.TEST):
         defs = grading.named_definitions(files, c.verify_ref or "")
         if not defs:
@@ -112,8 +113,9 @@ def _place(state: RunState) -> None:
                 continue
             # A canary beside every named test's file, twinned or not: it catches what bends
             # every result.
-            folder = d.path.rpartition("/")[0]
-            canaries.setdefault((folder, "py" if d.path.endswith(PY_SUFFIXES) else "js"), d.path)
+            where = (d.path.rpartition("/")[0], "py" if d.path.endswith(PY_SUFFIXES) else "js")
+            canaries.setdefault(where, d.path)
+            near.setdefault(where, set()).add(c.id)
             try:
                 made = _fresh(root, functools.partial(_twin, d, files[d.path]))
             except ValueError as exc:
@@ -122,11 +124,11 @@ def _place(state: RunState) -> None:
             if made is None:
                 notes.append(f"{c.id}: `{of}` in {d.path} has no assertion the verifier can perturb: no twin")
                 continue
-            written.append(Written(made, c.id))
-    for path in canaries.values():
+            written.append(Written(made, c.id, (c.id,)))
+    for where, path in canaries.items():
         made = _fresh(root, functools.partial(canary, path, text=files[path]))
         if made is not None:
-            written.append(Written(made, None))
+            written.append(Written(made, None, tuple(sorted(near[where]))))
     state.written = written
     state.report.tripwires = Tripwires(notes=notes[:100])
     for n in notes:
@@ -140,34 +142,39 @@ def _place(state: RunState) -> None:
 
 def read(state: RunState) -> None:
     """What each check reported of each tripwire; then the reports without them, and each
-    check's failing testcases counted without them."""
+    check's failing testcases counted without them (its output stays as the runner wrote it). A tripwire no report holds
+    is `missing` only where a report holds a named test it stands beside: a runner that wrote
+    no report, or never started, is the checks' failure or the run's error, not a bent grader."""
     kept = state.report.tripwires
     if kept is None:
         return
     tokens = [w.tripwire.token for w in state.written]
     raw = state.reports
+    for name, spec in state.config.checks.items():
+        done = state.report.checks[name]
+        if spec.report is None or name in raw or done.report_problem is not None:
+            continue
+        if tokens and done.exit_code == 1 and done.missing_tool is None:
+            # Its runner's "tests failed" may be the tripwires' alone: only a report tells.
+            raise RunError(
+                f"check {name} exited 1 and wrote no report at {spec.report.path}: with the "
+                "verifier's tripwires in its tree only the report tells a failure from theirs"
+            )
+    clean = {name: without_tripwires(report, tokens) for name, report in raw.items()}
+    refs = {c.id: c.verify_ref or "" for c in state.work.of_kind(CriterionKind.TEST)}
     results = []
     for w in state.written:
-        reported, check = "missing", None
-        for name, report in raw.items():
-            cases = tripwire_cases(report, w.tripwire.token)
-            if not cases:
-                continue
-            check = name
-            outcomes = {t.outcome for t in cases}
-            if TestOutcome.PASSED in outcomes:
-                reported = "passed"
-            elif outcomes == {TestOutcome.SKIPPED}:
-                reported = "skipped" if reported == "missing" else reported
-            elif reported == "missing":
-                reported = "failed"
+        reported, check = _reported(raw, w.tripwire.token)
+        if reported == "missing":
+            found = [match_reports(clean, refs[cid]) for cid in w.beside]
+            if not any(r.evidence is not Evidence.MISSING for r, _ in found):
+                continue  # nothing it stands beside was reported: not judged
+            check = next((name for r, name in found if name is not None), None)
         results.append(w.result(reported, check))
         if reported != "failed":
             state.say(f"tripwire {w.tripwire.kind} {w.tripwire.name}: reported {reported}, must fail")
     state.report.tripwires = kept.model_copy(update={"placed": results[:200]})
-    clean: dict[str, Report] = {}
     for name, report in raw.items():
-        clean[name] = without_tripwires(report, tokens)
         failing = failed_names(clean[name])
         tripped = sum(
             1 for tok in tokens for t in tripwire_cases(report, tok) if t.outcome is TestOutcome.FAILED
@@ -180,3 +187,23 @@ def read(state: RunState) -> None:
             }
         )
     state.reports = clean
+
+
+def _reported(reports: dict[str, Report], token: str) -> tuple[str, str | None]:
+    """What the reports say of one tripwire, and a check whose report holds it: `passed` if any
+    case of it passed in any report, `skipped` if every one was skipped, `failed` otherwise,
+    `missing` where no report holds it."""
+    got: set[TestOutcome] = set()
+    check = None
+    for name, report in reports.items():
+        cases = tripwire_cases(report, token)
+        if cases and (check is None or TestOutcome.PASSED in {t.outcome for t in cases}):
+            check = name
+        got.update(t.outcome for t in cases)
+    if not got:
+        return "missing", None
+    if TestOutcome.PASSED in got:
+        return "passed", check
+    if got == {TestOutcome.SKIPPED}:
+        return "skipped", check
+    return "failed", check
