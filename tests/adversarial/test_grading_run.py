@@ -120,7 +120,7 @@ def test_a_pytest_config_one_directory_down_is_the_baselines_in_the_grading_run(
     gate = _gate(live, tmp_path, DOWN_BASE)
     check = dict(PYTEST_CHECK) | {"command": PYTEST_CHECK["command"] + " tests"}
     gate.configure(pytest_config() | {"checks": {"unit": check}})
-    cheat = {"tests/pytest.ini": "[pytest]\npythonpath = fixed\n", "fixed/slug.py": SLUGIFY}
+    cheat = {"tests/pytest.ini": "[pytest]\npythonpath = ../fixed\n", "fixed/slug.py": SLUGIFY}
     out = _verify(gate, [DOWN_REF], cheat)
     task, run = out["task"], out["run"]
     assert (task["status"], task["attempts_used"]) == ("ready", 1), (task, run["summary"])

@@ -7,9 +7,17 @@ ambiguous test refs is a spec error: no executor can fix it, so it goes to a hum
 attempt. A submitted commit the verifier's repository does not hold is the executor's failure
 (it did not push), with a finding saying so.
 
-Hidden tests (verifier config `hidden_tests`) count like any other: one failing fails the run,
-and the executor's finding names it (with its message only under `reveal: "messages"`). A config
-that names hidden tests and a run that reports none is an error: the tests were not run. Code
+Hidden tests (verifier config `hidden_tests`) run in a run of their own and are all or nothing:
+one failing, skipped or in no report fails the run, and the executor's finding names it (with its
+message only under `reveal: "messages"`). A config that names hidden tests and a run that reports
+none is an error: the tests were not run.
+
+The grading run (docs/architecture.md, "The grading run"): a check that exited 1 over the
+tripwires alone passed; a failure of the checks on the submission's own tree (its unnamed test
+files in place) fails the run with the finding; an existing test the submission changed that
+fails with the baseline's version and passes with its own is a changed expectation, held for a
+person (TESTS_EDITED); a tripwire not reported failed holds the run for a person (TRIPWIRE),
+named after any other hold. Code
 that reads or ends its grader (domain/screen.py) sends a run that would otherwise be decided to
 a human, with the lines quoted, and uses no attempt.
 
