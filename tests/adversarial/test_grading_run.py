@@ -388,3 +388,17 @@ def test_a_check_naming_its_test_files_one_by_one_gets_no_tripwire_and_the_run_s
         "check unit names its test files one by one (test_slug.py): the verifier cannot make it collect "
         "tripwires beside them; none is written for those files"
     ]
+
+
+def test_a_check_that_stops_at_its_first_failure_gets_no_tripwire_and_the_run_says_so(
+    live: Live, tmp_path: Path
+) -> None:
+    gate = _gate(live, tmp_path)
+    check = dict(PYTEST_CHECK) | {"command": PYTEST_CHECK["command"] + " -x"}
+    gate.configure(pytest_config() | {"checks": {"unit": check}})
+    run = _passed(_verify(gate, [KEEPS_DIGITS], {"slug.py": SLUGIFY}))
+    assert run["tripwires"]["placed"] == [] and run["checks"]["unit"]["exit_code"] == 0
+    assert run["tripwires"]["notes"] == [
+        "check unit stops at its first failing test (-x): a tripwire, which fails by design, would "
+        "stop it before the tests after it; none is written"
+    ]

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskgate.domain.grading import Plan, changed_expectations, named_definitions, names_test_files, plan
+from taskgate.domain.grading import (
+    Plan,
+    changed_expectations,
+    named_definitions,
+    names_test_files,
+    plan,
+    stops_at_first_failure,
+)
 from taskgate.domain.models import Criterion, CriterionKind, WhyHuman
 from taskgate.domain.outcome import Outcome, Verdict, decide
 from taskgate.domain.reports import Report, TestCase, TestOutcome
@@ -116,6 +123,13 @@ def test_a_check_naming_its_test_files_is_told_apart_from_one_naming_directories
     assert names_test_files("node --test ./test/slug.test.js") == ["test/slug.test.js"]
     assert names_test_files("pytest -q tests --junitxml=r.xml") == []
     assert names_test_files("pytest -c tests/conftest.py") == []
+
+
+def test_a_check_that_stops_at_its_first_failure_is_told_apart() -> None:
+    assert stops_at_first_failure("pytest -q -x tests") == "-x"
+    assert stops_at_first_failure("pytest --maxfail=2 tests") == "--maxfail=2"
+    assert stops_at_first_failure("node --test --test-bail") == "--test-bail"
+    assert stops_at_first_failure("pytest -q tests --junitxml=r.xml") is None
 
 
 def _case(name: str, outcome: TestOutcome, classname: str = "test_slug", file: str = "") -> TestCase:

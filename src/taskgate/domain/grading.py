@@ -115,11 +115,24 @@ def plan(
 # -- named tests ------------------------------------------------------------------------------
 
 
-def named_definitions(files: Mapping[str, str], ref: str, limit: int = 5) -> list[TestDef]:
+def _candidates(files: Mapping[str, str], ref: str) -> Mapping[str, str]:
+    """The files a ref can name a test in: of the Python files, those whose module name is a
+    part of a dotted ref that names one (`tests.test_slug.TestSlugify`), else all of them; every
+    JavaScript file (a describe's name is no file's)."""
+    parts = set(ref.strip().split(".")) if ">" not in ref else set()
+    python = {p: t for p, t in files.items() if p.endswith(PY_SUFFIXES)}
+    named = {p: t for p, t in python.items() if p.rsplit("/", 1)[-1].removesuffix(".py") in parts}
+    if not named:
+        return files
+    return named | {p: t for p, t in files.items() if p not in python}
+
+
+def named_definitions(files: Mapping[str, str], ref: str, limit: int = 3) -> list[TestDef]:
     """The tests a criterion's ref names among the test files `files` (path -> text): the test
-    itself, or each test of the group it names (the first `limit`)."""
+    itself, or each test of the group it names (the first `limit`: each twin is a file the
+    runner collects, and costs the check its import)."""
     out: list[TestDef] = []
-    for path, text in files.items():
+    for path, text in _candidates(files, ref).items():
         defs = defined_tests(path, text)
         for d in defines_ref(defs, ref):
             if d.kind == "test":
@@ -151,6 +164,23 @@ def names_test_files(command: str) -> list[str]:
         if path.endswith(PY_SUFFIXES + JS_SUFFIXES) and is_test_path(path) and not is_harness(path):
             out.append(path)
     return out
+
+
+_STOPS = ("-x", "--exitfirst", "--bail", "--test-bail")
+
+
+def stops_at_first_failure(command: str) -> str | None:
+    """The option with which a check's runner stops at its first failing test (pytest's `-x`,
+    `--maxfail`, jest's and mocha's `--bail`, node's `--test-bail`), if any: a tripwire, which
+    fails by design, would stop it before the tests after it ran."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for word in words:
+        if word in _STOPS or word.startswith(("--maxfail", "--bail=")):
+            return word
+    return None
 
 
 # -- changed expectations ---------------------------------------------------------------------

@@ -104,6 +104,21 @@ def _place(state: RunState) -> None:
                 f"check {name} names its test files one by one ({', '.join(listed[:5])}): the verifier "
                 "cannot make it collect tripwires beside them; none is written for those files"
             )
+    stops = {
+        n: w
+        for n, c in cfg.checks.items()
+        if c.report is not None and (w := grading.stops_at_first_failure(c.command))
+    }
+    if stops:
+        for name, word in stops.items():
+            notes.append(
+                f"check {name} stops at its first failing test ({word}): a tripwire, which fails by "
+                "design, would stop it before the tests after it; none is written"
+            )
+        state.report.tripwires = Tripwires(notes=notes[:100])
+        for n in notes:
+            state.say(f"tripwires: {n}")
+        return
     files = _test_files(root)
     written: list[Written] = []
     canaries: dict[tuple[str, str], str] = {}  # (directory, language) -> a named test's file
