@@ -135,8 +135,8 @@ def test_a_pytest_config_one_directory_down_is_the_baselines_in_the_grading_run(
 UNTITLED = SLUGIFY.replace('.strip("-")', '.strip("-") or "untitled"')
 UNTITLED_TESTS = SLUGIFY_TESTS.replace('assert slugify("") == ""', 'assert slugify("") == "untitled"')
 CHANGED_REASON = (
-    "changed expectation: test_slug.test_empty fail with the baseline's version of "
-    "their files and pass with the submission's (a human decides whether the behaviour change is meant)"
+    "changed expectation: test_slug.test_empty fails with the baseline's version of "
+    "its file and passes with the submission's (a human decides whether the behaviour change is meant)"
 )
 
 

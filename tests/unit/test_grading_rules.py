@@ -242,7 +242,7 @@ def test_a_changed_expectation_goes_to_a_human_with_the_diff() -> None:
     )
     out = _decide(grading=grading, checks={"unit": CheckResult(exit_code=1, report_failed=1)})
     assert (out.verdict, out.why_human, out.diff) == (Verdict.NEEDS_HUMAN, WhyHuman.TESTS_EDITED, "D")
-    assert out.summary.startswith("changed expectation: test_slug.test_empty fail with the baseline's")
+    assert out.summary.startswith("changed expectation: test_slug.test_empty fails with the baseline's")
 
 
 def test_a_failure_in_the_submissions_own_tree_goes_back_to_the_executor() -> None:
@@ -275,3 +275,19 @@ def test_a_hidden_test_skipped_or_not_reported_fails_the_run_named() -> None:
         "hidden test hidden.t.test_a was skipped: every hidden test must pass",
         "hidden test test_b is in no report: every hidden test must pass",
     ]
+
+
+def test_a_check_that_exits_0_over_failed_testcases_or_with_a_stale_report_failed() -> None:
+    """The rules a submission's conftest reached before the grading run left it out: still the
+    outcome rule's, for a harness that is the baseline's own."""
+    over = _decide(
+        checks={"unit": CheckResult(exit_code=0, report_failed=1, report_failed_names=["t.test_x"])}
+    )
+    assert (over.verdict, over.summary) == (Verdict.FAILED, "1 check failed: unit")
+    assert "check unit exited 0 but its report holds 1 failed testcase: t.test_x" in over.findings
+    stale = _decide(checks={"unit": CheckResult(exit_code=0, report_problem="stale")})
+    assert stale.verdict is Verdict.FAILED
+    assert (
+        "check unit's report r.xml was last written before the check started: it is no evidence"
+        in stale.findings
+    )

@@ -521,9 +521,10 @@ def edited_reason(
         )
     if changed:
         shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        verbs = ("fails", "its file", "passes") if len(changed) == 1 else ("fail", "their files", "pass")
         parts.append(
-            f"changed expectation: {shown} fail with the baseline's version of their files and pass "
-            "with the submission's (a human decides whether the behaviour change is meant)"
+            f"changed expectation: {shown} {verbs[0]} with the baseline's version of {verbs[1]} and "
+            f"{verbs[2]} with the submission's (a human decides whether the behaviour change is meant)"
         )
     if not edited:
         return "; ".join(parts)
