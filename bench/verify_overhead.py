@@ -17,14 +17,18 @@ Third party (--repo pypi:<name>: the sdist from the package index, with its own 
 its test suite (`--tests`, default `tests`) with pytest. The criterion names one test file's
 tests as a group (--ref, default the first `tests/test_*.py`). Each run verifies two
 submissions, each branched from main:
-- `lib`: a line added to a library module, no test file touched: no rule needs a second run;
-- `test`: a test added beside the named ones, in the named tests' file: the named tests are then
-  judged by the baseline's version of that file, a second run of the checks;
-- `other`: a test added to another test file, one no criterion names: no rule needs a second run.
+- `lib`: a line added to a library module, no test file touched: the grading run alone (the
+  submission adds no test file for it to leave out), with its tripwires;
+- `test`: a test added beside the named ones, in the named tests' file: the grading run takes
+  the baseline's version of that file, and the checks run once more on the submission's tree;
+- `other`: a test added to another test file, one no criterion names: the same two runs.
 Prints one line per submission, then the baseline (the check by hand in a plain clone),
 `overhead_share` (the `lib` runs, as above; goal <= 0.10), `second_run_s` (median time of the
-second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, and
-`unneeded_second_runs=<other runs that ran a second run>/<other runs>` (goal 0).
+second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, the
+tripwires' cost `tripwire_share=<(writing and reading them + the grading run's checks - the
+check by hand) / the check by hand>` (lib runs, medians; goal <= 0.05), and the whole
+verification against the check by hand: `whole_ratio_lib` (goal <= 1.5) and `whole_ratio_test`,
+`whole_ratio_other` (goal <= 2.5).
 """
 
 from __future__ import annotations
@@ -232,6 +236,37 @@ def branch(repo: Path, name: str, path: str, added: str) -> str:
     return sha
 
 
+def tripwire_probe(repo: Path, work: Path, check: str, ref: str, runs: int) -> tuple[float, float, int]:
+    """The check by hand in one plain clone, `runs` times each way, interleaved: without and
+    with the tripwires the verifier would write for `ref` (made by the verifier's own code).
+    Medians of both, and how many tripwire files."""
+    from taskgate.domain.grading import named_definitions
+    from taskgate.domain.tripwires import canary, twin
+    from taskgate.verifier.steps.tripwires import _test_files, _token
+
+    clone = work / "probe"
+    subprocess.run(["git", "clone", "--quiet", str(repo), str(clone)], check=True)
+    files = _test_files(clone)
+    defs = named_definitions(files, ref)
+    made = [w for d in defs if (w := twin(d.path, files[d.path], d, _token())) is not None]
+    made.append(canary(defs[0].path, _token(), files[defs[0].path]))
+    without: list[float] = []
+    with_: list[float] = []
+    for _ in range(runs):
+        for wired in (False, True):
+            for w in made:
+                target = clone / w.path
+                if wired:
+                    target.write_text(w.text)
+                else:
+                    target.unlink(missing_ok=True)
+            began = time.monotonic()
+            subprocess.run(check, shell=True, cwd=clone, check=False, capture_output=True)
+            (with_ if wired else without).append(time.monotonic() - began)
+    shutil.rmtree(clone)
+    return statistics.median(without), statistics.median(with_), len(made)
+
+
 def third_party(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="tg-bench-verify-") as tmp:
         work = Path(tmp)
@@ -258,7 +293,8 @@ def third_party(args: argparse.Namespace) -> None:
         totals: dict[str, list[float]] = {"lib": [], "test": [], "other": []}
         shares: list[float] = []
         second: list[float] = []
-        unneeded = 0
+        wires: list[float] = []  # writing and reading the tripwires
+        grading: list[float] = []  # the grading run's checks (the tripwires run in it)
         try:
             for i in range(args.runs):
                 direct.append(direct_check(repo, work, check))  # interleaved with the verifier's runs
@@ -270,22 +306,34 @@ def third_party(args: argparse.Namespace) -> None:
                     totals[kind].append(t["total_s"])
                     if kind == "lib":
                         shares.append((t["total_s"] - t["checks_own_s"]) / t["checks_own_s"])
+                        wires.append(t.get("tripwires_s", 0.0))
+                        grading.append(t["checks_own_s"])
                     elif kind == "test":
+                        # the submission's own tree: its unnamed test left out of the grading run
                         second.append(t.get("second_run_s", 0.0))
-                    else:
-                        # rule 3's run on the baseline's tests, or rule 4's on the baseline's code
-                        unneeded += "second_run_s" in t or "without_change_s" in t
                     print(f"run={i + 1} kind={kind} verdict={line['verdict']} {phases(t)} "
                           f"process_s={process_s:.3f}", flush=True)  # fmt: skip
         finally:
             proc.stop()
         if not all(second):
             raise SystemExit("a test-file submission ran no second run: the bench measures nothing")
-        print(f"baseline_direct_check_s={statistics.median(direct):.3f} runs={len(direct)}")
+        by_hand = statistics.median(direct)
+        print(f"baseline_direct_check_s={by_hand:.3f} runs={len(direct)}")
         print(f"overhead_share={statistics.median(shares):.3f}")
         print(f"second_run_s={statistics.median(second):.3f}")
         print(f"second_run_ratio={statistics.median(totals['test']) / statistics.median(totals['lib']):.3f}")
-        print(f"unneeded_second_runs={unneeded}/{len(totals['other'])}")
+        print(f"tripwires_s={statistics.median(wires):.3f} grading_checks_s={statistics.median(grading):.3f}")
+        cost = statistics.median(wires) + statistics.median(grading) - by_hand
+        print(f"tripwire_share={cost / by_hand:.3f}")
+        for kind in ("lib", "test", "other"):
+            print(f"whole_ratio_{kind}={statistics.median(totals[kind]) / by_hand:.3f}")
+        # The tripwires' own share of the check, measured apart from the verifier's other costs:
+        # the same check by hand, in one clone, with and without them (interleaved).
+        bare, wired, count = tripwire_probe(repo, work, check, ref, max(args.runs, 5))
+        print(f"probe_check_s={bare:.3f} probe_check_with_tripwires_s={wired:.3f} tripwire_files={count}")
+        print(f"tripwire_in_check_share={(wired - bare) / bare:.3f}")
+        written = statistics.median(wires)
+        print(f"tripwire_share_probe={(wired - bare + written) / bare:.3f}")
 
 
 def main() -> None:

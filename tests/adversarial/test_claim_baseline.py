@@ -92,7 +92,11 @@ def test_a_passing_conftest_committed_on_main_is_held_for_a_human(live: Live, tm
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     task = gate.detail(tid)["task"]
     assert task["attempts"][0]["claimed_tip"] == {"branch": "main", "commit": claimed_at}
-    assert task["needs_human"]["reason"] == "the submission changes protected paths: conftest.py"
+    # Committed on main, the submission is its own baseline: its conftest judges the grading run
+    # too, and bends the tripwires, named after the held path.
+    reason = task["needs_human"]["reason"]
+    assert reason.startswith("the submission changes protected paths: conftest.py; and the grader was bent: ")
+    assert "it was reported passed" in reason
     assert task["attempts_used"] == 0
     run_ = _run(gate, tid)
     assert (run_["baseline"]["commit"], run_["baseline"]["why"]) == (claimed_at, None)

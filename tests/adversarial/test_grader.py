@@ -129,16 +129,21 @@ def test_special_cased_code_fails_on_hidden_tests_which_the_agent_never_sees(
     task = detail["task"]
     assert task["status"] == "ready" and task["attempts_used"] == 1
     [finding] = task["findings"]
-    assert finding["summary"] == "1 check failed: unit; 2 hidden tests failed"
+    # The hidden tests run in a run of their own: the check itself passes on the visible test.
+    assert finding["summary"] == "2 hidden tests failed"
     assert [t["name"] for t in finding["hidden_tests"]] == [
         "hidden.test_hidden_calc.test_add_more",
         "hidden.test_hidden_calc.test_add_negative",
     ]
     assert all(t["message"] == "" for t in finding["hidden_tests"])  # reveal: names
     assert "hidden test hidden.test_hidden_calc.test_add_more failed" in finding["details"]
-    [check] = finding["checks"]
-    assert check["output_end"].startswith("[output withheld: hidden tests ran in this checkout")
+    assert finding["checks"] == []
     [run_] = detail["runs"]
+    # The check's own output never held them: they were not in its tree.
+    assert (
+        MARKER not in run_["checks"]["unit"]["output_tail"]
+        and "test_add_more" not in run_["checks"]["unit"]["output_tail"]
+    )
     assert run_["hidden_tests"] == {
         "commit": hidden_commit,
         "ran": 2,
@@ -147,6 +152,8 @@ def test_special_cased_code_fails_on_hidden_tests_which_the_agent_never_sees(
             {"name": "hidden.test_hidden_calc.test_add_negative", "message": ""},
         ],
         "failed_count": 2,
+        "skipped": [],
+        "missing": [],
     }
     # The fetched commit is signed in the run's statement.
     facts = statement(run_)["predicate"]["taskgate"]

@@ -361,21 +361,24 @@ def test_a_committed_report_fails_the_run_with_a_finding(live: Live, tmp_path: P
     assert run["evidence"]["AC-1.1"]["result"] == "pass"
 
 
-def test_a_check_that_exits_0_over_failed_testcases_failed(live: Live, tmp_path: Path) -> None:
+def test_a_conftest_that_makes_the_check_exit_0_does_not_run_in_the_grading_run(
+    live: Live, tmp_path: Path
+) -> None:
+    """The submission's conftest sets pytest's exit status to 0 over failing tests; the grading
+    run takes the harness as the baseline has it (none), so the check fails as it is. The rule
+    for a check that exits 0 over failed testcases is tests/unit/test_grading_rules.py's."""
     gate, _ = _gate(live, tmp_path, protect=[])  # the conftest alone would be held otherwise
     tid = gate.task([{"text": "empty stays empty", "kind": "test", "verify_ref": "test_slug.test_empty"}])
     gate.submit(tid, gate.repo.commit({"conftest.py": EXIT_ZERO}, "exit 0"))
     line = _verify_one(gate)
     assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
     run = _run(gate, tid)
-    assert run["checks"]["unit"]["exit_code"] == 0 and run["checks"]["unit"]["report_failed"] == 1
+    assert run["grading"]["removed"] == ["conftest.py"]
+    assert run["checks"]["unit"]["exit_code"] == 1 and run["checks"]["unit"]["report_failed"] == 1
     assert run["evidence"]["AC-1.1"]["result"] == "pass"
     finding = gate.detail(tid)["task"]["findings"][-1]
     assert finding["summary"] == "1 check failed: unit"
-    assert (
-        "check unit exited 0 but its report holds 1 failed testcase: test_slug.TestSlugify.test_keeps_digits"
-        in finding["details"]
-    )
+    assert "check unit exited 1" in finding["details"]
 
 
 STALE = """\
@@ -392,7 +395,12 @@ def pytest_unconfigure(config):
 """
 
 
-def test_a_report_written_before_the_check_started_is_no_evidence(live: Live, tmp_path: Path) -> None:
+def test_a_conftest_that_writes_a_stale_report_does_not_run_in_the_grading_run(
+    live: Live, tmp_path: Path
+) -> None:
+    """The submission's conftest writes a passing report dated before the check; the grading
+    run leaves it out, so the check's own report stands. The rule for a report written before
+    its check started is tests/unit/test_grading_rules.py's."""
     gate, _ = _gate(live, tmp_path, protect=[])
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(
@@ -401,13 +409,9 @@ def test_a_report_written_before_the_check_started_is_no_evidence(live: Live, tm
     line = _verify_one(gate)
     assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
     run = _run(gate, tid)
-    assert run["checks"]["unit"]["report_problem"] == "stale"
-    assert run["evidence"]["AC-1.1"]["result"] == "missing"
-    finding = gate.detail(tid)["task"]["findings"][-1]
-    assert (
-        "check unit's report reports/junit.xml was last written before the check started: it is no evidence"
-        in finding["details"]
-    )
+    assert run["grading"]["removed"] == ["conftest.py"]
+    assert run["checks"]["unit"]["report_problem"] is None
+    assert run["evidence"]["AC-1.1"]["result"] == "fail"
 
 
 def test_the_fix_with_tests_in_a_new_file_verifies_and_the_test_file_is_marked(

@@ -99,8 +99,9 @@ def test_a_new_test_that_passes_whatever_the_code_does_is_held_for_a_human(
     tid = gate.task([TYPO])
     line = _verify(gate, tid, {"test_slug.py": SLUGIFY_TESTS + TYPD})
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
-    # rule 3's run finds no test_typd in the baseline's test file; rule 4's runs the baseline's code
-    assert "second_run_s" in line["timings"] and "without_change_s" in line["timings"]
+    # test_slug.py defines a named test its baseline does not: the grading run keeps it as
+    # submitted, with nothing left out to run again; the run without the change follows
+    assert "second_run_s" not in line["timings"] and "without_change_s" in line["timings"]
     task = gate.detail(tid)["task"]
     assert (task["needs_human"]["why"], task["needs_human"]["reason"]) == ("passes_without_change", REASON)
     assert task["attempts_used"] == 0
@@ -200,13 +201,17 @@ def test_a_guard_the_executor_put_on_its_own_task_counts_for_nothing(live: Live,
     )
 
 
-def test_the_fix_with_tests_added_to_a_file_no_criterion_names_runs_once(live: Live, tmp_path: Path) -> None:
+def test_the_fix_with_tests_added_to_a_file_no_criterion_names_runs_them_in_its_own_tree(
+    live: Live, tmp_path: Path
+) -> None:
     gate = _gate(live, tmp_path, BROKEN)
     tid = gate.task([KEEPS_DIGITS])
     line = _verify(gate, tid, {"slug.py": SLUGIFY, "test_more.py": TYPD.lstrip()})
     assert (line["verdict"], line["task_status"]) == ("passed", "verified"), line
-    # the named test is in test_slug.py, as the baseline has it: no second run of any kind
-    assert "without_change_s" not in line["timings"] and "second_run_s" not in line["timings"]
+    # the named test is in test_slug.py, as the baseline has it: no run without the change; the
+    # unnamed new file is not in the grading run, and runs once more in the submission's tree
+    assert "without_change_s" not in line["timings"] and "second_run_s" in line["timings"]
+    assert _run(gate, tid)["grading"]["removed"] == ["test_more.py"]
     assert _run(gate, tid)["evidence"]["AC-1.1"]["without_change"] is None
 
 

@@ -194,8 +194,11 @@ def test_a_change_to_the_node_harness_is_held_for_a_human(
     [run] = gate.detail(tid)["runs"]
     assert run["screened"] == []  # nothing but the rule holds it
     assert run["baseline"]["protected"] == held
-    # the check itself passed: without the rule the commit would have been verified
-    assert run["checks"]["unit"]["exit_code"] == 0, run["checks"]
+    # the grading run took the harness as the baseline has it: the named test fails there, and
+    # the twin and canary fail as they must (the changed harness never judged anything)
+    unit = run["checks"]["unit"]
+    assert (unit["exit_code"], unit["report_failed"], unit["tripwires_failed"]) == (1, 1, 2), unit
+    assert sorted(run["grading"]["restored"] + run["grading"]["removed"]) == held
 
 
 def test_another_script_of_package_json_is_no_change_to_the_harness(live: Live, tmp_path: Path) -> None:
@@ -265,26 +268,31 @@ def test_a_committed_node_report_fails_the_run_with_a_finding(live: Live, tmp_pa
     finding = gate.detail(tid)["task"]["findings"][-1]
     assert "the commit holds the report file reports/junit.xml: the check writes it" in finding["details"]
     [run] = gate.detail(tid)["runs"]
-    assert run["checks"]["unit"]["report_problem"] == "committed"
-    assert run["checks"]["unit"]["exit_code"] == 0 and run["evidence"]["AC-1.1"]["result"] == "pass"
+    unit = run["checks"]["unit"]
+    assert unit["report_problem"] == "committed"
+    # exit 1 over the tripwires alone (they must fail): the check's own tests passed
+    assert (unit["exit_code"], unit["report_failed"], unit["tripwires_failed"]) == (1, 0, 2)
+    assert run["evidence"]["AC-1.1"]["result"] == "pass"
 
 
-def test_npm_test_that_exits_0_over_failed_node_tests_failed(live: Live, tmp_path: Path) -> None:
+def test_npm_test_made_to_exit_0_over_failed_node_tests_runs_the_baselines_script_and_fails(
+    live: Live, tmp_path: Path
+) -> None:
+    """The submission's test script swallows the failures (`|| true`); the grading run takes
+    package.json's test scripts as the baseline has them, so the check fails as it is."""
     gate = _gate(live, tmp_path, protect=[])  # the test script's change alone would be held
     tid = _submit(gate, {"package.json": package(SCRIPT + " || true")}, [LOWERCASES])
     line = _verify_one(gate)
     assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
     [run] = gate.detail(tid)["runs"]
+    assert run["grading"]["restored"] == ["package.json"]
     unit = run["checks"]["unit"]
-    assert unit["exit_code"] == 0 and unit["report_failed"] == 1
+    assert unit["exit_code"] == 1 and unit["report_failed"] == 1
     assert unit["report_failed_names"] == ["slugify > keeps digits"]
     assert run["evidence"]["AC-1.1"]["result"] == "pass"
     finding = gate.detail(tid)["task"]["findings"][-1]
     assert finding["summary"] == "1 check failed: unit"
-    assert (
-        "check unit exited 0 but its report holds 1 failed testcase: slugify > keeps digits"
-        in finding["details"]
-    )
+    assert "check unit exited 1" in finding["details"]
 
 
 def test_a_decoy_describe_in_a_new_test_file_makes_the_ref_ambiguous(live: Live, tmp_path: Path) -> None:
@@ -322,11 +330,13 @@ def test_process_exit_added_in_library_code_is_held_with_the_line(live: Live, tm
     line = _verify_one(gate)
     record = _held(gate, tid, line)
     assert record["why"] == "reads_grader"
-    assert record["reason"] == (
+    screen = (
         "the submission adds code that reads or ends its grader (js.exit): "
         "lib/slug.js:2 [js.exit] `if (text === 'Route 66') process.exit(0);`. A human decides: send it "
         "back to the executor, or allow the rule for that path (verifier config screen_allow) and verify again"
     )
+    # The exit ends the twin's process with success too: the tripwire is named after the line.
+    assert record["reason"].startswith(screen + "; and the grader was bent: the twin `"), record["reason"]
     [run] = gate.detail(tid)["runs"]
     assert [(h["path"], h["line"], h["rule"]) for h in run["screened"]] == [("lib/slug.js", 2, "js.exit")]
 
@@ -344,7 +354,9 @@ def test_library_code_that_replaces_node_assert_is_held_with_the_line(live: Live
         "lib/slug.js:1 [js.assert] `require('node:assert').strictEqual = () => {};`. A human decides"
     )
     [run] = gate.detail(tid)["runs"]
-    assert run["checks"]["unit"]["exit_code"] == 0 and run["evidence"]["AC-1.1"]["result"] == "pass"
+    # The twin passes too (named after the screen's line); the canary throws, and fails.
+    assert run["checks"]["unit"]["report_failed"] == 0 and run["evidence"]["AC-1.1"]["result"] == "pass"
+    assert "; and the grader was bent: the twin `" in record["reason"]
 
 
 def test_naming_library_code_a_bin_in_the_submission_does_not_let_it_exit(live: Live, tmp_path: Path) -> None:

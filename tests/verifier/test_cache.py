@@ -114,15 +114,15 @@ def test_a_submission_that_poisons_the_restored_venv_does_not_affect_the_next(
         '<testcase classname=\\"test_slug.TestSlugify\\" name=\\"test_keeps_digits\\"/></testsuite>\' '
         "> reports/junit.xml\\n"
     )
-    conftest = f"""
-        import os, pathlib
-        runner = pathlib.Path(".venv/bin/runner")
-        runner.write_text("{fake_runner}")
-        os.chmod(runner, 0o755)
-        pathlib.Path("{poisoned}").write_text(str(os.getuid()))
-    """
+    # In the library the tests import: a conftest of the submission's is not in the grading run.
+    poison = f"""import os, pathlib
+runner = pathlib.Path(".venv/bin/runner")
+runner.write_text("{fake_runner}")
+os.chmod(runner, 0o755)
+pathlib.Path("{poisoned}").write_text(str(os.getuid()))
+"""
     evil = gate.task([KEEPS_DIGITS])
-    gate.submit(evil, branch(gate, "evil", {"conftest.py": conftest}))
+    gate.submit(evil, branch(gate, "evil", {"slug.py": poison + SLUGIFY}))
     out = progress(gate, env)
     assert "cache unit: restored .venv" in out, out
     # The restored files were the check user's: the poisoning took, in that checkout.

@@ -131,7 +131,8 @@ def test_decisions_and_acceptance_are_signed_and_verify_offline(
     runner = pytest_runner()
     assert [s["predicate"]["taskgate"]["checks"]["unit"] for s in statements[:2]] == [
         {"exitCode": 1, "reportDigest": {"sha256": digests[0]}, "runner": runner},
-        {"exitCode": 0, "reportDigest": {"sha256": digests[1]}, "runner": runner},
+        # the passing run exits 1 over the verifier's tripwires alone (they must fail)
+        {"exitCode": 1, "reportDigest": {"sha256": digests[1]}, "runner": runner},
     ]
     runs = {r["id"]: r for r in gate.detail(tid)["runs"]}
     # Each run keeps what was submitted and the full commit its verifier checked out.

@@ -56,7 +56,10 @@ def test_a_passing_submission_is_verified(live: Live, tmp_path: Path) -> None:
     assert set(line["timings"]) >= {"checkout_s", "checks_s", "reports_s", "reporting_s", "total_s"}
     run = only_run(gate, tid)
     assert run["status"] == "passed" and run["commit_sha"] == sha
-    assert run["checks"]["unit"]["exit_code"] == 0 and "3 passed" in run["checks"]["unit"]["output_tail"]
+    unit = run["checks"]["unit"]
+    # exit 1 over the verifier's tripwires alone, which must fail: the check passed
+    assert (unit["exit_code"], unit["report_failed"]) == (1, 0) and unit["tripwires_failed"] >= 1
+    assert "3 passed" in unit["output_tail"]
     assert run["checks"]["unit"]["duration_ms"] > 0
     for cid, ref in (("AC-1.1", KEEPS_DIGITS["verify_ref"]), ("AC-1.2", "TestSlugify")):
         ev = run["evidence"][cid]
@@ -132,7 +135,8 @@ def test_a_check_that_exits_0_without_its_report_is_an_error(live: Live, tmp_pat
     gate.submit(tid, gate.repo.commit({"slug.py": SLUGIFY}))
     [line] = gate.verify_json()
     assert (line["verdict"], line["task_status"]) == ("error", "needs_verification")
-    assert "exited 0 but wrote no report at out/none.xml" in line["summary"]
+    # The check exits 1 over the tripwires in its tree: without its report, nothing tells why.
+    assert "check unit exited 1 and wrote no report at out/none.xml" in line["summary"]
     assert gate.detail(tid)["task"]["attempts_used"] == 0
 
 

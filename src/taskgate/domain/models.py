@@ -292,16 +292,25 @@ class WhyHuman(StrEnum):
     READS_GRADER = "reads_grader"  # the screen found code that reads or ends its grader
     HELD = "held"  # the gate's rules hold the submission for a person (protected paths changed)
     MERGE_CONFLICTS = "merge_conflicts"  # the third merge conflict in a row
-    # Its named tests pass only with the submission's own edits to them.
+    # A changed expectation: existing tests (named ones or not) pass only with the submission's
+    # own edits to them, and fail with the baseline's.
     TESTS_EDITED = "tests_edited"
     # A named test the submission wrote passes on the baseline's code too: no evidence of the change.
     PASSES_WITHOUT_CHANGE = "passes_without_change"
+    # A tripwire of the grading run (a twin of a named test, a canary) was not reported failed.
+    TRIPWIRE = "tripwire"
 
 
 # The reasons a gate rule holds a submission for a person (the verdict needs_human): a human
 # allows it and verifies again, or reopens the task with findings.
 RULE_HOLDS = frozenset(
-    {WhyHuman.HELD, WhyHuman.TESTS_EDITED, WhyHuman.PASSES_WITHOUT_CHANGE, WhyHuman.READS_GRADER}
+    {
+        WhyHuman.HELD,
+        WhyHuman.TESTS_EDITED,
+        WhyHuman.PASSES_WITHOUT_CHANGE,
+        WhyHuman.READS_GRADER,
+        WhyHuman.TRIPWIRE,
+    }
 )
 
 
@@ -512,6 +521,10 @@ class VerificationRun(Record):
     attestation_seq: int | None = None
     # The hidden tests this run placed in its checkout: their commit, how many ran, how many failed.
     hidden_tests: dict[str, Any] | None = None
+    # The grading run's tree against the submission's (run_report.GradingTree), and its tripwires
+    # with what was reported of each and what the verifier could not do (run_report.Tripwires).
+    grading: dict[str, Any] | None = None
+    tripwires: dict[str, Any] | None = None
     # What the screen found in the lines the submission adds (domain/screen.py), for the human.
     screened: list[dict[str, Any]] = Field(default_factory=list)
     # What the checks ran on (the submission merged onto a base tip), and a conflict instead

@@ -7,9 +7,17 @@ ambiguous test refs is a spec error: no executor can fix it, so it goes to a hum
 attempt. A submitted commit the verifier's repository does not hold is the executor's failure
 (it did not push), with a finding saying so.
 
-Hidden tests (verifier config `hidden_tests`) count like any other: one failing fails the run,
-and the executor's finding names it (with its message only under `reveal: "messages"`). A config
-that names hidden tests and a run that reports none is an error: the tests were not run. Code
+Hidden tests (verifier config `hidden_tests`) run in a run of their own and are all or nothing:
+one failing, skipped or in no report fails the run, and the executor's finding names it (with its
+message only under `reveal: "messages"`). A config that names hidden tests and a run that reports
+none is an error: the tests were not run.
+
+The grading run (docs/architecture.md, "The grading run"): a check that exited 1 over the
+tripwires alone passed; a failure of the checks on the submission's own tree (its unnamed test
+files in place) fails the run with the finding; an existing test the submission changed that
+fails with the baseline's version and passes with its own is a changed expectation, held for a
+person (TESTS_EDITED); a tripwire not reported failed holds the run for a person (TRIPWIRE),
+named after any other hold. Code
 that reads or ends its grader (domain/screen.py) sends a run that would otherwise be decided to
 a human, with the lines quoted, and uses no attempt.
 
@@ -37,7 +45,16 @@ from taskgate.domain.models import (
     Submission,
     WhyHuman,
 )
-from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, HiddenRun, RunReport
+from taskgate.domain.run_report import (
+    CheckResult,
+    CriterionResult,
+    Evidence,
+    GradingTree,
+    HiddenRun,
+    RunReport,
+    Tripwires,
+    check_failed,
+)
 from taskgate.domain.screen import Hit
 from taskgate.domain.screen import reason as screen_reason
 from taskgate.domain.text import tail_lines
@@ -160,7 +177,12 @@ def decide(
         held=held_paths(config, baseline, allowed),
         diff=baseline.diff if baseline is not None else "",
         allowed_criteria=allowed_criteria,
+        grading=report.grading,
     )
+    return _tripwires(_screened(out, report), report.tripwires)
+
+
+def _screened(out: Outcome, report: RunReport) -> Outcome:
     if not report.screened:
         return out
     hits = [Hit(h.path, h.line, h.rule, h.text) for h in report.screened]
@@ -191,6 +213,7 @@ def _decide(
     held: list[str],
     diff: str,
     allowed_criteria: Sequence[str] = (),
+    grading: GradingTree | None = None,
 ) -> Outcome:
     if error and held:
         # The run broke after the verifier saw a changed harness: that change may be why.
@@ -246,7 +269,7 @@ def _decide(
         # the executor's, so it uses no attempt.
         return Outcome(Verdict.ERROR, f"no reviewer answer for {', '.join(unanswered)}")
     report_problems = _report_problems(checks, reports)
-    failing_checks = sorted(n for n, c in checks.items() if c.exit_code != 0 or n in report_problems)
+    failing_checks = sorted(n for n, c in checks.items() if check_failed(c) or n in report_problems)
     failed: list[FailedCriterion] = []
     counted: dict[str, CriterionResult] = {}
     for c in criteria:
@@ -295,10 +318,17 @@ def _decide(
     # Failing criteria first: the executor fixes those; a check's output says more about them.
     hidden_failed = [_short(t) for t in hidden.failed] if hidden is not None else []
     hidden_count = max(hidden.failed_count, len(hidden.failed)) if hidden is not None else 0
+    if hidden is not None:
+        # All or nothing: a hidden test skipped or not reported fails the run like a failing one.
+        hidden_failed += [FailedTest(name=n, message="skipped") for n in hidden.skipped]
+        hidden_failed += [FailedTest(name=n, message="not reported") for n in hidden.missing]
+        hidden_count += len(hidden.skipped) + len(hidden.missing)
+    own_tree = submitted_failures(grading)
     findings = (
         [_line(f) for f in failed]
         + [_hidden_line(t) for t in hidden_failed]
         + [report_problems.get(f.name) or f"check {f.name} exited {f.exit_code}" for f in failed_checks]
+        + own_tree
     )
     unknown = sorted(set(results) - held_ids)
     if unknown:
@@ -320,20 +350,22 @@ def _decide(
             why_human=WhyHuman.HELD,
         )
     edited = edited_tests(criteria, counted)
+    changed = changed_tests(edited, counted, grading)
     excused = honoured_guards(criteria, spec) | set(allowed_criteria)
     unchanged = [c.id for c in criteria if counted[c.id].passes_without_change and c.id not in excused]
     also = f"; and {unchanged_reason(unchanged, criteria)}" if unchanged else ""
-    if edited:
-        # Passing only with the submission's own edits to its test is no evidence either way.
+    if edited or changed:
+        # A changed expectation: the behaviour change may be meant (a human's call), and
+        # passing only with the submission's own edits to a test is no evidence either way.
         return Outcome(
             Verdict.NEEDS_HUMAN,
-            edited_reason(edited, counted) + also,
+            edited_reason(edited, counted, changed) + also,
             findings,
             [],
             counted,
             failed,
             failed_checks,
-            diff=edited_diff(edited, counted),
+            diff=edited_diff(edited, counted) or (grading.diff if grading is not None else ""),
             edited=edited,
             unchanged=unchanged,
             why_human=WhyHuman.TESTS_EDITED,
@@ -351,13 +383,13 @@ def _decide(
             unchanged=unchanged,
             why_human=WhyHuman.PASSES_WITHOUT_CHANGE,
         )
-    if not failing_checks and not failed and not hidden_count:
+    if not failing_checks and not failed and not hidden_count and not own_tree:
         return Outcome(
             Verdict.PASSED,
             f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
             evidence=counted,
         )
-    if not failing_checks and not hidden_count and all(f.spec_error for f in failed):
+    if not failing_checks and not hidden_count and not own_tree and all(f.spec_error for f in failed):
         # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
         # the executor's "pass" may be right.
         summary = "spec error: " + "; ".join(
@@ -379,12 +411,19 @@ def _decide(
         )
     if hidden_count:
         parts.append(f"{_count(hidden_count, 'hidden test')} failed")
+    if own_tree:
+        parts.append("the checks fail on the submission's own tree (its own test files included)")
     return Outcome(
         Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks, hidden_failed
     )
 
 
+_NOT_RUN = {"skipped": "was skipped", "not reported": "is in no report"}
+
+
 def _hidden_line(t: FailedTest) -> str:
+    if t.message in _NOT_RUN:
+        return f"hidden test {t.name} {_NOT_RUN[t.message]}: every hidden test must pass"
     return f"hidden test {t.name} failed" + (f": {t.message}" if t.message else "")
 
 
@@ -456,8 +495,22 @@ def edited_tests(criteria: list[Criterion], counted: Mapping[str, CriterionResul
     return out
 
 
-def edited_reason(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:
-    """The reason a run holds a submission whose named tests pass only as it edited them."""
+def changed_tests(
+    edited: Sequence[str], counted: Mapping[str, CriterionResult], grading: GradingTree | None
+) -> list[str]:
+    """The changed expectations no edited criterion already names: existing tests the
+    submission changed that fail with the baseline's version and pass with its own."""
+    if grading is None:
+        return []
+    named = {f.name for cid in edited for f in counted[cid].failures}
+    return [c.test for c in grading.changed if c.test not in named]
+
+
+def edited_reason(
+    edited: Sequence[str], counted: Mapping[str, CriterionResult], changed: Sequence[str] = ()
+) -> str:
+    """The reason a run holds a submission whose existing tests pass only as it edited them:
+    its named tests (by criterion), then any other test (by name)."""
     parts = []
     for cid in edited:
         r = counted[cid]
@@ -466,7 +519,74 @@ def edited_reason(edited: Sequence[str], counted: Mapping[str, CriterionResult])
             f"{cid} passes with the submission's test files and not with the baseline's "
             f"({', '.join(r.restored.files)}): {r.result.value}"
         )
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        verbs = ("fails", "its file", "passes") if len(changed) == 1 else ("fail", "their files", "pass")
+        parts.append(
+            f"changed expectation: {shown} {verbs[0]} with the baseline's version of {verbs[1]} and "
+            f"{verbs[2]} with the submission's (a human decides whether the behaviour change is meant)"
+        )
+    if not edited:
+        return "; ".join(parts)
     return "the submission's edits to its named tests are what make them pass: " + "; ".join(parts)
+
+
+def submitted_failures(grading: GradingTree | None) -> list[str]:
+    """Findings from the checks run on the submission's whole tree (its own test files in
+    place): a failure there is the executor's to fix, never evidence."""
+    if grading is None or grading.submitted is None:
+        return []
+    out = []
+    for name, c in sorted(grading.submitted.items()):
+        if not check_failed(c) and not (c.exit_code == 0 and c.report_failed):
+            continue
+        failing = ", ".join(c.report_failed_names)
+        more = (
+            f" and {c.report_failed - len(c.report_failed_names)} more"
+            if c.report_failed > len(c.report_failed_names)
+            else ""
+        )
+        said = f"; failing: {failing}{more}" if failing else ""
+        out.append(
+            f"check {name} fails on the submission's own tree, with its own test files "
+            f"(exit {c.exit_code}){said}"
+        )
+    return out
+
+
+def tripwire_reason(tripwires: Tripwires) -> str:
+    """The reason a run whose tripwires were not all reported failed goes to a human: each
+    tripwire named, with what its report said."""
+    parts = []
+    for t in tripwires.bent():
+        said = "no report holds it" if t.reported == "missing" else f"it was reported {t.reported}"
+        if t.kind == "twin":
+            parts.append(
+                f"the twin `{t.name}` of {t.criterion}'s test `{t.of}` (its {_count(t.perturbed, 'expected value')} "
+                f"perturbed, so it must fail): {said}"
+            )
+        else:
+            parts.append(f"the canary `{t.name}` (it fails outright): {said}")
+    return "the grader was bent: " + "; ".join(parts)
+
+
+def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
+    """A tripwire not reported failed means something bent the grader, whatever the mechanism:
+    the run goes to a human, whatever else it found (that is named after)."""
+    if tripwires is None or not tripwires.bent():
+        return out
+    if out.verdict is Verdict.NEEDS_HUMAN:
+        # Another rule holds it already (a changed harness, the screen's line): its reason,
+        # and what it can be allowed as, stay first; the tripwire is named after.
+        return replace(out, summary=f"{out.summary}; and {tripwire_reason(tripwires)}")
+    also = f"; and {out.summary}" if out.verdict is not Verdict.PASSED else ""
+    return replace(
+        out,
+        verdict=Verdict.NEEDS_HUMAN,
+        summary=tripwire_reason(tripwires) + also,
+        why_human=WhyHuman.TRIPWIRE,
+        self_report_mismatch=[],
+    )
 
 
 def edited_diff(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:

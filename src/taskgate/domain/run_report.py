@@ -50,6 +50,17 @@ class CheckResult(BaseModel):
     # that exits 0 over them failed all the same.
     report_failed: int = Field(default=0, ge=0)
     report_failed_names: list[str] = Field(default_factory=list, max_length=10)
+    # The tripwires among its report's failed testcases (domain/tripwires.py): they fail by
+    # design, so a check that exited 1 over them alone (report_failed counts the others) passed.
+    tripwires_failed: int = Field(default=0, ge=0)
+
+
+def check_failed(c: CheckResult) -> bool:
+    """Whether a check failed: it exited non-zero, unless its exit 1 is the runner's "tests
+    failed" over the tripwires alone (which must fail), with no other testcase failing."""
+    if c.exit_code == 0:
+        return False
+    return not (c.exit_code == 1 and c.tripwires_failed > 0 and c.report_failed == 0)
 
 
 class EvidenceSource(BaseModel):
@@ -113,14 +124,75 @@ class ScreenHit(BaseModel):
 
 
 class HiddenRun(BaseModel):
-    """What a run's hidden tests did: the commit placed, how many of their testcases the
-    reports held, and the failing ones as the config reveals them (names, or messages)."""
+    """What a run's hidden tests did, in a run of their own: the commit placed, how many of
+    their testcases the reports held, the failing ones as the config reveals them (names, or
+    messages), and by name those reported skipped and those their files define that no report
+    holds. Every hidden test must be reported passed."""
 
     model_config = ConfigDict(extra="forbid")
     commit: str = Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")
     ran: int = Field(ge=0, le=10_000_000)
     failed: list[FailedTest] = Field(default_factory=list, max_length=50)
     failed_count: int = Field(default=0, ge=0, le=10_000_000)
+    skipped: list[str] = Field(default_factory=list, max_length=50)
+    missing: list[str] = Field(default_factory=list, max_length=50)
+
+
+class ChangedTest(BaseModel):
+    """An existing test the submission changed that fails with the baseline's version of its
+    file (the grading run) and passes with the submission's (its own tree)."""
+
+    model_config = ConfigDict(extra="forbid")
+    test: str = Field(max_length=2000)
+    files: list[str] = Field(max_length=200)
+    grading: Evidence = Evidence.FAIL
+    submitted: Evidence = Evidence.PASS
+    message: str = Field(default="", max_length=20_000)  # its failure in the grading run
+
+
+class GradingTree(BaseModel):
+    """How the grading run's tree differs from the submission's: test-side paths put back as
+    the baseline has them, those the baseline lacks taken out, and new test files kept because
+    they define a named test. `submitted`: the checks on the submission's whole tree, run where
+    it adds or changes test-side files the grading run leaves out; their failures are findings
+    for the executor, never evidence. `changed`: changed expectations; `diff`: the restored
+    files' diff against the baseline."""
+
+    model_config = ConfigDict(extra="forbid")
+    restored: list[str] = Field(default_factory=list, max_length=2000)
+    removed: list[str] = Field(default_factory=list, max_length=2000)
+    named: list[str] = Field(default_factory=list, max_length=2000)
+    submitted: dict[str, CheckResult] | None = None
+    changed: list[ChangedTest] = Field(default_factory=list, max_length=50)
+    diff: str = Field(default="", max_length=20_200)
+
+
+class TripwireResult(BaseModel):
+    """One tripwire of the grading run and what the report of its check said of it: it must be
+    `failed`; `passed`, `skipped` or `missing` means the grader was bent."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["twin", "canary"]
+    name: str = Field(max_length=4000)  # as its runner reports it
+    path: str = Field(max_length=1000)
+    of: str | None = Field(default=None, max_length=4000)  # the named test a twin perturbs
+    criterion: str | None = Field(default=None, max_length=64)
+    check: str | None = Field(default=None, max_length=64)
+    perturbed: int = Field(default=0, ge=0)
+    reported: Literal["failed", "passed", "skipped", "missing"]
+
+
+class Tripwires(BaseModel):
+    """The grading run's tripwires (twins of the named tests, canaries) and what each check
+    reported of them; `notes`: what the verifier could not do (a named test with no assertion
+    to perturb, a check that names its test files one by one), said on the run."""
+
+    model_config = ConfigDict(extra="forbid")
+    placed: list[TripwireResult] = Field(default_factory=list, max_length=200)
+    notes: list[str] = Field(default_factory=list, max_length=100)
+
+    def bent(self) -> list[TripwireResult]:
+        return [t for t in self.placed if t.reported != "failed"]
 
 
 MAX_SCREENED = 200
@@ -168,6 +240,17 @@ class RunReport(BaseModel):
         default=None,
         description="What the checks ran on: the submission merged (or rebased) onto this tip of "
         "the base branch, and the merge's tree id; mode none: the commit alone. Signed with the run.",
+    )
+    grading: GradingTree | None = Field(
+        default=None,
+        description="How the grading run's tree differs from the submission's (the baseline's test "
+        "side), the checks on the submission's whole tree where that run was needed, and the "
+        "changed expectations it found.",
+    )
+    tripwires: Tripwires | None = Field(
+        default=None,
+        description="The tripwires the verifier wrote into the grading run and what was reported of "
+        "each: one not reported failed holds the run for a human.",
     )
     conflict: MergeConflict | None = Field(
         default=None,

@@ -357,6 +357,16 @@ def failed_names(report: Report) -> list[str]:
     ]
 
 
+def outcomes(report: Report) -> dict[str, tuple[TestOutcome, tuple[TestCase, ...]]]:
+    """Each test a report holds, by its full name as a result gives it (node's `slugify > keeps
+    digits`), with its outcome over its runs and the runs themselves."""
+    return {
+        node.full_name(): (_run_outcome(node.runs), tuple(node.runs))
+        for node in _index(report).root.tests()
+        if node.runs
+    }
+
+
 def match(report: Report, ref: str) -> RefResult:
     """The evidence a report holds for one verify_ref (the module docstring is the rule)."""
     index = _index(report)

@@ -610,6 +610,8 @@ def finish(
             "evidence": {cid: r.model_dump(mode="json") for cid, r in (verdict.evidence or merged).items()},
             "resolved_commit": commit,
             "hidden_tests": _hidden_kept(report.hidden_tests),
+            "grading": report.grading.model_dump(mode="json") if report.grading is not None else None,
+            "tripwires": report.tripwires.model_dump(mode="json") if report.tripwires is not None else None,
             "screened": [
                 h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in report.screened
             ],

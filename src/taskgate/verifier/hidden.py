@@ -1,9 +1,12 @@
 """Hidden tests: fetched with the verifier's own credentials from their own repository, placed
-at `into` in the checkout right before the checks, and picked out of the checks' reports.
+at `into` in a tree of their own (the grading tree with no other test file: the baseline's
+harness, the submission's source), run there by the checks, and read out of their reports.
 
 The executor never sees them: the brief says they exist, the findings name a failing one (with
-its message only under `reveal: "messages"`), and the checks' output, which can quote a test's
-source and the values it compared, is withheld from everything sent to the server.
+its message only under `reveal: "messages"`), and the output of the checks run on them, which
+can quote a test's source and the values it compared, is never sent to the server. All or
+nothing: every test the hidden files define must be reported passed; a skipped or missing one
+fails the run like a failing one, named.
 
 What the submission holds at `into` is removed first (a conftest or test of its own there would
 stand beside the hidden ones); a symlink on the way to `into` is refused, so nothing is written
@@ -18,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taskgate.domain.models import FailedTest
-from taskgate.domain.reports import Report, TestOutcome
+from taskgate.domain.reports import Report, TestCase, TestOutcome
 from taskgate.domain.repos import is_remote
 from taskgate.domain.run_report import HiddenRun
+from taskgate.domain.testdefs import TestDef
 from taskgate.domain.verifier_config import HiddenTests
 from taskgate.verifier.checkout import _LOCAL_UPLOAD_PACK, Checkout, CheckoutError, Git
 
@@ -59,11 +63,13 @@ class Placed:
         return False
 
 
-def place(spec: HiddenTests, co: Checkout) -> Placed:
+def place(spec: HiddenTests, co: Checkout, root: Path | None = None) -> Placed:
     """Fetch `spec.ref` of `spec.repo` (shallow, with the checkout's git: the verifier's token and
-    scrubbed environment, hooks off) and put its tree at `spec.into` in the checkout."""
-    dest = co.path / spec.into
-    _refuse_symlinks(co.path, dest)
+    scrubbed environment, hooks off) and put its tree at `spec.into` in `root` (by default the
+    checkout)."""
+    top = root if root is not None else co.path
+    dest = top / spec.into
+    _refuse_symlinks(top, dest)
     with tempfile.TemporaryDirectory(prefix="taskgate-hidden-") as tmp:
         work = Path(tmp) / "tree"
         git: Git = co.git
@@ -94,7 +100,7 @@ def place(spec: HiddenTests, co: Checkout) -> Placed:
             shutil.rmtree(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(work, dest, symlinks=True)
-    files = sorted(str(p.relative_to(co.path)) for p in dest.rglob("*") if p.is_file() or p.is_symlink())
+    files = sorted(str(p.relative_to(top)) for p in dest.rglob("*") if p.is_file() or p.is_symlink())
     return Placed(spec, commit, tuple(files))
 
 
@@ -115,19 +121,45 @@ def _refuse_symlinks(top: Path, dest: Path) -> None:
             )
 
 
-def outcome(placed: Placed, reports: list[Report]) -> HiddenRun:
-    """The hidden testcases of the reports: how many ran, and the failing ones as the config
-    reveals them."""
+def _full(t: TestCase) -> str:
+    return f"{t.classname}.{t.name}" if t.classname else t.name
+
+
+def _reported(d: TestDef, cases: list[TestCase]) -> bool:
+    """Whether a report holds the test `d` defines: a case of its name (a parametrized row,
+    `name[...]`, included) whose classname or full name carries its groups."""
+    for t in cases:
+        if t.name == d.name or t.name.startswith(d.name + "[") or (d.each and d.name in t.name):
+            full = _full(t)
+            if all(g in full for g in d.groups):
+                return True
+    return False
+
+
+def outcome(placed: Placed, reports: list[Report], defined: list[TestDef] | None = None) -> HiddenRun:
+    """The hidden testcases of the reports (of their own run: those `placed` holds, or every
+    case when the runner names no file, as node --test): how many ran, the failing ones as the
+    config reveals them, the skipped ones and the tests `defined` (in the hidden files) that no
+    report holds, by name."""
+    every = [t for report in reports for t in report.all_tests()]
+    cases = [t for t in every if placed.holds(t.classname, t.name)] or every
     ran = 0
     failed: list[FailedTest] = []
-    for report in reports:
-        for t in report.all_tests():
-            if not placed.holds(t.classname, t.name):
-                continue
-            if t.outcome is not TestOutcome.SKIPPED:
-                ran += 1
-            if t.outcome is TestOutcome.FAILED:
-                name = f"{t.classname}.{t.name}" if t.classname else t.name
-                message = t.message if placed.spec.reveal == "messages" else ""
-                failed.append(FailedTest(name=name, message=message))
-    return HiddenRun(commit=placed.commit, ran=ran, failed=failed[:FAILED_KEPT], failed_count=len(failed))
+    skipped: list[str] = []
+    for t in cases:
+        if t.outcome is TestOutcome.SKIPPED:
+            skipped.append(_full(t))
+            continue
+        ran += 1
+        if t.outcome is TestOutcome.FAILED:
+            message = t.message if placed.spec.reveal == "messages" else ""
+            failed.append(FailedTest(name=_full(t), message=message))
+    missing = [" > ".join([*d.groups, d.name]) for d in defined or [] if not _reported(d, cases)]
+    return HiddenRun(
+        commit=placed.commit,
+        ran=ran,
+        failed=failed[:FAILED_KEPT],
+        failed_count=len(failed),
+        skipped=skipped[:FAILED_KEPT],
+        missing=missing[:FAILED_KEPT],
+    )

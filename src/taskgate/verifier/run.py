@@ -4,9 +4,11 @@ steps (verifier/steps/), each with one job, passing one run state (verifier/stat
 The order: refuse early what cannot be verified (no check, unapproved commands, review criteria
 without a reviewer key, test criteria without a report); a clean checkout; everything git must
 do (the baseline and what the submission changes, dependency caches, the reviewer's diff, the
-screen, the merge onto the base tip, the trees later runs need), since from the hand-over on the
-checkout is the check user's; then every configured check, their reports, each test criterion's
-evidence, the runs that question it, the approved command criteria and the reviewer. Whatever
+screen, the merge onto the base tip, the grading tree with its tripwires, the trees later runs
+need), since from the hand-over on the checkout is the check user's; then the grading run
+(every configured check), what it reported of the tripwires, each test criterion's evidence,
+the runs that question it (the submission's whole tree, the hidden tests, the baseline's code),
+the approved command criteria and the reviewer. Whatever
 breaks on the verifier's side (checkout, a timeout, a missing or unreadable report, the
 reviewer) is an error of the run, never a failure of the executor's work: the server decides
 the outcome from what is gathered here.
@@ -27,11 +29,12 @@ from taskgate.verifier.steps import (
     checks,
     commands,
     environment,
+    grading,
     hidden,
     merge,
-    restored,
     review,
     screen,
+    tripwires,
     without_change,
 )
 
@@ -46,17 +49,19 @@ STEPS: tuple[Step, ...] = (
     screen.read,  # the submission's own added lines: before the merge brings in the base's
     merge.merge,
     checks.clear,
-    restored.prepare,
-    without_change.keep,
-    hidden.place,  # last before the checks: nothing of the submission's is compared with them
+    without_change.keep,  # the submission's files, before the grading tree replaces its test side
+    grading.prepare,  # the checkout becomes the grading tree
+    hidden.place,  # a copy of it with only the hidden tests as tests
+    tripwires.place,
     baseline.archive,
     # the check user's from here on
     checks.hand_over,
-    checks.run,
+    checks.run,  # the grading run
+    tripwires.read,  # before any evidence: the reports lose the tripwires
     environment.recheck,
     checks.evidence,
-    hidden.read,
-    restored.run,
+    grading.run_submitted,
+    hidden.run,
     without_change.run,
     commands.run,
     review.judge,

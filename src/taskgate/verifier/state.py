@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from taskgate.domain.commit_ids import FULL_COMMIT
+from taskgate.domain.grading import Plan
 from taskgate.domain.models import Criterion, CriterionKind
 from taskgate.domain.reports import Report
-from taskgate.domain.run_report import CriterionResult, RunReport
+from taskgate.domain.run_report import CriterionResult, RunReport, TripwireResult
+from taskgate.domain.tripwires import Tripwire
 from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.verifier import process, tools
 from taskgate.verifier.cache import CacheStore
@@ -129,13 +131,29 @@ class Gathered:
 
 
 @dataclass(frozen=True)
-class SecondTree:
-    """A copy of the checkout with the test files the submission changed restored from the
-    baseline."""
+class Written:
+    """A tripwire the verifier wrote into the grading tree, and what it stands for on the run."""
 
-    path: Path
-    files: list[str]  # the test files restored from the baseline
-    diff: str  # their diff against it
+    tripwire: Tripwire
+    criterion: str | None  # the criterion whose named test a twin perturbs (None: a canary)
+    # The criteria whose named tests it stands beside: judged only where a report holds one of
+    # them (a runner that wrote no report, or never ran, bent nothing a tripwire can show).
+    beside: tuple[str, ...] = ()
+
+    def result(self, reported: str, check: str | None) -> TripwireResult:
+        t = self.tripwire
+        return TripwireResult.model_validate(
+            {
+                "kind": t.kind,
+                "name": t.name,
+                "path": t.path,
+                "of": t.of,
+                "criterion": self.criterion,
+                "check": check,
+                "perturbed": t.perturbed,
+                "reported": reported,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -158,9 +176,12 @@ class RunState:
     base: Baseline | None = None  # baseline
     diff: str | None = None  # review (the diff the reviewer reads)
     committed: set[str] = field(default_factory=set)  # checks whose report path the commit held
-    second: SecondTree | None = None
+    grading_plan: Plan | None = None  # how the grading tree differs from the submission's
+    submitted_tree: Path | None = None  # the submission's whole tree, where a second run needs it
     submitted: Submitted | None = None
     placed: Placed | None = None  # the hidden tests, placed
+    hidden_tree: Path | None = None  # where they run: the grading tree with no other test file
+    written: list[Written] = field(default_factory=list)  # the tripwires in the grading tree
     archive: Path | None = None  # the baseline's tree as a tar file
     dirs: RunDirs | None = None  # the checkout, handed to the check user
     started: dict[str, float] = field(default_factory=dict)  # when each check started

@@ -58,7 +58,7 @@ def run(state: RunState) -> None:
         return
     tests = state.work.of_kind(CriterionKind.TEST)
     root = str(state.checkout.path)
-    results, second = state.report.results, state.second
+    results, plan = state.report.results, state.grading_plan
     wrote: dict[str, set[str]] = {}
     for c in tests:
         r = results[c.id]
@@ -70,8 +70,8 @@ def run(state: RunState) -> None:
             files = {p for p in sub.changed if is_test_file(p)}
         if not files:
             continue  # its test is in files the submission left as they were
-        if second is not None and r.restored is not None and files <= set(second.files):
-            continue  # the baseline's version holds it: judged by it (the second run)
+        if plan is not None and files <= set(plan.restore):
+            continue  # the grading run took these files as the baseline has them: judged by them
         wrote[c.id] = files
     if not wrote:
         return
