@@ -27,11 +27,14 @@ from taskgate.verifier.steps import (
     checks,
     commands,
     environment,
+    guards,
     hidden,
+    loading,
     merge,
     restored,
     review,
     screen,
+    sensitivity,
     without_change,
 )
 
@@ -44,10 +47,13 @@ STEPS: tuple[Step, ...] = (
     caches.restore,
     review.diff,
     screen.read,  # the submission's own added lines: before the merge brings in the base's
+    loading.read,  # what the submission adds that is loaded but not readable as source
+    guards.check,  # a guard's named test must be the baseline's
     merge.merge,
     checks.clear,
     restored.prepare,
     without_change.keep,
+    sensitivity.prepare,
     hidden.place,  # last before the checks: nothing of the submission's is compared with them
     baseline.archive,
     # the check user's from here on
@@ -56,7 +62,9 @@ STEPS: tuple[Step, ...] = (
     environment.recheck,
     checks.evidence,
     hidden.read,
+    loading.uncollected,
     restored.run,
+    sensitivity.run,
     without_change.run,
     commands.run,
     review.judge,

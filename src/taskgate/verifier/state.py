@@ -148,6 +148,15 @@ class Submitted:
     changed: list[str]  # the paths the submission changes against its baseline
 
 
+@dataclass(frozen=True)
+class StubbedTree:
+    """A copy of the tree that judges with the functions the change touched stubbed out, and
+    only the test files that define a named test."""
+
+    path: Path
+    functions: list[str]  # `path: name` of each function stubbed
+
+
 @dataclass
 class RunState:
     verifier: Verifier
@@ -160,8 +169,10 @@ class RunState:
     base: Baseline | None = None  # baseline
     diff: str | None = None  # review (the diff the reviewer reads)
     committed: set[str] = field(default_factory=set)  # checks whose report path the commit held
+    changes: list[str] = field(default_factory=list)  # the paths the submission adds or changes (loading)
     second: SecondTree | None = None
     submitted: Submitted | None = None
+    stubbed: StubbedTree | None = None  # the change-sensitivity run's tree
     placed: Placed | None = None  # the hidden tests, placed
     archive: Path | None = None  # the baseline's tree as a tar file
     dirs: RunDirs | None = None  # the checkout, handed to the check user
