@@ -76,8 +76,12 @@ def test_a_named_test_that_fails_when_stubbed_or_did_not_tell_passes() -> None:
 
 
 def test_a_human_allowance_or_an_approved_guard_excuses_the_stubbed_pass() -> None:
-    run = RunReport(checks={"unit": CheckResult(exit_code=0)}, results={"AC-1.2": _passed(REF, Evidence.PASS)})
-    allowed = decide(run, criteria=[TEST], spec=None, submission=None, config=CFG, allowed_criteria=["AC-1.2"])
+    run = RunReport(
+        checks={"unit": CheckResult(exit_code=0)}, results={"AC-1.2": _passed(REF, Evidence.PASS)}
+    )
+    allowed = decide(
+        run, criteria=[TEST], spec=None, submission=None, config=CFG, allowed_criteria=["AC-1.2"]
+    )
     assert allowed.verdict is Verdict.PASSED
     guard = TEST.model_copy(update={"guard": True})
     spec = Spec(
@@ -119,10 +123,14 @@ def test_a_human_allowing_the_paths_lets_the_run_pass() -> None:
 
 
 def test_protected_paths_and_loading_hits_both_appear_in_the_reason() -> None:
-    baseline = BaselineEvidence(branch="main", commit=COMMIT, changed=["conftest.py"], changed_total=1, diff="+x")
+    baseline = BaselineEvidence(
+        branch="main", commit=COMMIT, changed=["conftest.py"], changed_total=1, diff="+x"
+    )
     out = _decide({"AC-1.2": _passed(REF)}, loading=[HIDDEN_PYC], baseline=baseline)
     assert out.held == ["conftest.py", HIDDEN_PYC.path]
-    assert out.summary.startswith("the submission changes protected paths: conftest.py; and the submission adds")
+    assert out.summary.startswith(
+        "the submission changes protected paths: conftest.py; and the submission adds"
+    )
 
 
 def test_a_failing_check_goes_back_to_the_executor_with_the_hold_in_its_findings() -> None:
@@ -130,7 +138,9 @@ def test_a_failing_check_goes_back_to_the_executor_with_the_hold_in_its_findings
     out = _decide({"AC-1.2": failing}, exit_code=1, loading=[HIDDEN_PYC])
     assert (out.verdict, out.why_human, out.held) == (Verdict.FAILED, None, [])
     assert out.summary == "1 check failed: unit; 1 criterion without positive evidence: AC-1.2"
-    assert out.findings[-1].startswith("also held for a human: the submission adds files the verifier cannot read")
+    assert out.findings[-1].startswith(
+        "also held for a human: the submission adds files the verifier cannot read"
+    )
     # and a stubbed pass on a run whose check fails is the executor's failure too
     out = _decide({"AC-1.2": _passed(REF, Evidence.PASS)}, exit_code=1)
     assert out.verdict is Verdict.FAILED
@@ -151,9 +161,7 @@ def test_a_guard_whose_test_the_baseline_lacks_is_a_spec_error_that_uses_no_atte
     assert (out.verdict, out.summary) == (Verdict.SPEC_ERROR, reason)
     assert out.criteria[0].spec_error is True
     # with a hold and a failing check on the same run, the reason says all of them
-    out = _decide(
-        {"AC-1.3": missing}, [GUARD], exit_code=1, missing_guards=["AC-1.3"], loading=[HIDDEN_PYC]
-    )
+    out = _decide({"AC-1.3": missing}, [GUARD], exit_code=1, missing_guards=["AC-1.3"], loading=[HIDDEN_PYC])
     assert out.verdict is Verdict.SPEC_ERROR
     assert out.summary.startswith(reason + "; and the submission adds files the verifier cannot read")
     assert out.summary.endswith("; the run also failed: 1 check failed: unit")
