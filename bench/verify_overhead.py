@@ -20,11 +20,15 @@ submissions, each branched from main:
 - `lib`: a line added to a library module, no test file touched: no rule needs a second run;
 - `test`: a test added beside the named ones, in the named tests' file: the named tests are then
   judged by the baseline's version of that file, a second run of the checks;
-- `other`: a test added to another test file, one no criterion names: no rule needs a second run.
+- `other`: a test added to another test file, one no criterion names: no rule needs a second run;
+- `fix`: a statement added at the top of the library function the named tests call most: the
+  change-sensitivity run stubs it and runs the named tests' file alone (issue 33).
 Prints one line per submission, then the baseline (the check by hand in a plain clone),
 `overhead_share` (the `lib` runs, as above; goal <= 0.10), `second_run_s` (median time of the
 second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, and
-`unneeded_second_runs=<other runs that ran a second run>/<other runs>` (goal 0).
+`unneeded_second_runs=<other runs that ran a second run>/<other runs>` (goal 0),
+`stubbed_run_ratio=<median of the fix runs' stubbed_run_s / checks_own_s>` (goal <= 0.5) and the
+fix runs' verdicts (held: the named tests do not call the function they were expected to).
 """
 
 from __future__ import annotations
@@ -232,6 +236,34 @@ def branch(repo: Path, name: str, path: str, added: str) -> str:
     return sha
 
 
+def touch_function(repo: Path, library: str, named: str) -> str:
+    """A submission changing the library function (or method) that the named test file calls most
+    by name: `pass` added as its body's first statement, committed on a branch `fix` from main."""
+    import ast
+
+    called: dict[str, int] = {}
+    for node in ast.walk(ast.parse((repo / named).read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name:
+                called[name] = called.get(name, 0) + 1
+    source = (repo / library).read_text()
+    functions = [
+        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    target = max(functions, key=lambda n: called.get(n.name, 0))
+    first = target.body[0]
+    lines = source.splitlines(keepends=True)
+    lines.insert(first.lineno - 1, " " * first.col_offset + "pass\n")
+    git(repo, "checkout", "--quiet", "-B", "fix", "main")
+    (repo / library).write_text("".join(lines))
+    git(repo, "commit", "--quiet", "-am", f"fix: {target.name}")
+    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "--quiet", "main")
+    return sha
+
+
 def third_party(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="tg-bench-verify-") as tmp:
         work = Path(tmp)
@@ -247,32 +279,40 @@ def third_party(args: argparse.Namespace) -> None:
         test = branch(repo, "test", named, addition)
         unnamed = next(p for p in test_files if p != named)
         other = branch(repo, "other", unnamed, addition)
+        fix = touch_function(repo, library, named)
         check = THIRD_PARTY_CHECK.format(tests=args.tests)
-        key, ids = seed(work / "data", repo, [lib, test, other] * args.runs, check=check, ref=ref)
+        kinds = ("lib", "test", "other", "fix")
+        key, ids = seed(work / "data", repo, [lib, test, other, fix] * args.runs, check=check, ref=ref)
         print(
             f"repo={args.repo} ref={ref} lib_edit={library} test_edit={named} other_edit={unnamed}",
             flush=True,
         )
         proc, env = started(work / "data", key)
         direct: list[float] = []
-        totals: dict[str, list[float]] = {"lib": [], "test": [], "other": []}
+        totals: dict[str, list[float]] = {kind: [] for kind in kinds}
         shares: list[float] = []
         second: list[float] = []
+        stubbed: list[float] = []
+        fix_verdicts: list[str] = []
         unneeded = 0
         try:
             for i in range(args.runs):
                 direct.append(direct_check(repo, work, check))  # interleaved with the verifier's runs
-                for kind, tid in zip(("lib", "test", "other"), ids[3 * i : 3 * i + 3], strict=True):
+                for kind, tid in zip(kinds, ids[4 * i : 4 * i + 4], strict=True):
                     line, process_s = verify(tid, env)
                     t = line["timings"]
-                    if line["verdict"] != "passed":
+                    if kind == "fix":
+                        # Held or passed, the stubbed run's cost is what is measured.
+                        fix_verdicts.append(line["verdict"])
+                        stubbed.append(t.get("stubbed_run_s", 0.0) / t["checks_own_s"])
+                    elif line["verdict"] != "passed":
                         raise SystemExit(f"{kind}: {line['verdict']} ({line['summary']})")
                     totals[kind].append(t["total_s"])
                     if kind == "lib":
                         shares.append((t["total_s"] - t["checks_own_s"]) / t["checks_own_s"])
                     elif kind == "test":
                         second.append(t.get("second_run_s", 0.0))
-                    else:
+                    elif kind == "other":
                         # rule 3's run on the baseline's tests, or rule 4's on the baseline's code
                         unneeded += "second_run_s" in t or "without_change_s" in t
                     print(f"run={i + 1} kind={kind} verdict={line['verdict']} {phases(t)} "
@@ -286,6 +326,9 @@ def third_party(args: argparse.Namespace) -> None:
         print(f"second_run_s={statistics.median(second):.3f}")
         print(f"second_run_ratio={statistics.median(totals['test']) / statistics.median(totals['lib']):.3f}")
         print(f"unneeded_second_runs={unneeded}/{len(totals['other'])}")
+        if not all(stubbed):
+            raise SystemExit("a fix submission ran no stubbed run: the bench measures nothing")
+        print(f"stubbed_run_ratio={statistics.median(stubbed):.3f} fix_verdicts={','.join(fix_verdicts)}")
 
 
 def main() -> None:

@@ -149,7 +149,9 @@ def _keep_named_tests(tree: Path, criteria: list[Criterion], into: list[str]) ->
                 text = full.read_text()
             except (OSError, UnicodeDecodeError):
                 continue
-            if defines_ref(defined_tests(rel, text), c.verify_ref or ""):
+            if _names_file(rel, c.verify_ref or "") or defines_ref(
+                defined_tests(rel, text), c.verify_ref or ""
+            ):
                 found.add(rel)
         if not found:
             return []
@@ -158,6 +160,13 @@ def _keep_named_tests(tree: Path, criteria: list[Criterion], into: list[str]) ->
         if rel not in defining and rel.endswith(PY_SUFFIXES + JS_SUFFIXES):
             full.unlink()
     return sorted(defining)
+
+
+def _names_file(rel: str, ref: str) -> bool:
+    """Whether `ref` names the test file itself as a group: its module path (`tests.test_parse`),
+    whole or its tail, or its path."""
+    module = rel.rsplit(".", 1)[0].replace("/", ".")
+    return bool(ref) and (ref in (module, rel) or module.endswith("." + ref))
 
 
 def run(state: RunState) -> None:
