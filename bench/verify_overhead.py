@@ -236,9 +236,10 @@ def branch(repo: Path, name: str, path: str, added: str) -> str:
     return sha
 
 
-def touch_function(repo: Path, library: str, named: str) -> str:
+def touch_function(repo: Path, libraries: list[str], named: str) -> str:
     """A submission changing the library function (or method) that the named test file calls most
-    by name: `pass` added as its body's first statement, committed on a branch `fix` from main."""
+    by name, in any of `libraries`: `pass` added as its body's first statement, committed on a
+    branch `fix` from main."""
     import ast
 
     called: dict[str, int] = {}
@@ -248,11 +249,17 @@ def touch_function(repo: Path, library: str, named: str) -> str:
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             if name:
                 called[name] = called.get(name, 0) + 1
+    found: list[tuple[int, str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for library in libraries:
+        try:
+            tree = ast.parse((repo / library).read_text())
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append((called.get(n.name, 0), library, n))
+    _, library, target = max(found, key=lambda f: f[0])
     source = (repo / library).read_text()
-    functions = [
-        n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
-    target = max(functions, key=lambda n: called.get(n.name, 0))
     first = target.body[0]
     lines = source.splitlines(keepends=True)
     lines.insert(first.lineno - 1, " " * first.col_offset + "pass\n")
@@ -261,6 +268,7 @@ def touch_function(repo: Path, library: str, named: str) -> str:
     git(repo, "commit", "--quiet", "-am", f"fix: {target.name}")
     sha = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "--quiet", "main")
+    print(f"fix_edit={library}:{target.name}", flush=True)
     return sha
 
 
@@ -279,7 +287,13 @@ def third_party(args: argparse.Namespace) -> None:
         test = branch(repo, "test", named, addition)
         unnamed = next(p for p in test_files if p != named)
         other = branch(repo, "other", unnamed, addition)
-        fix = touch_function(repo, library, named)
+        libraries = [
+            p
+            for p in tracked
+            if not p.startswith(args.tests)
+            and not p.split("/")[-1].startswith(("test_", "setup", "conftest"))
+        ]
+        fix = touch_function(repo, libraries, named)
         check = THIRD_PARTY_CHECK.format(tests=args.tests)
         kinds = ("lib", "test", "other", "fix")
         key, ids = seed(work / "data", repo, [lib, test, other, fix] * args.runs, check=check, ref=ref)

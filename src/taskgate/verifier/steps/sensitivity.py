@@ -129,36 +129,41 @@ def _changed_lines(state: RunState, against: str | None, paths: list[str]) -> di
 
 def _keep_named_tests(tree: Path, criteria: list[Criterion], into: list[str]) -> list[str]:
     """Remove from `tree` the test files (by the runners' naming rules; conftest.py is harness)
-    that define none of the criteria's named tests; the files kept. A criterion whose test no
+    that define tests, none of them named, and that no kept file names (by its stem: an import of
+    it, or of a helper in it); the files kept that define a named test. A criterion whose test no
     file is seen to define (a test made at run time) keeps every test file: nothing removed."""
-    files: dict[str, Path] = {}
+    texts: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(tree):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
         for name in filenames:
             full = Path(dirpath) / name
             rel = full.relative_to(tree).as_posix()
-            if name != "conftest.py" and is_test_path(rel, into) and not full.is_symlink():
-                files[rel] = full
+            if name == "conftest.py" or not rel.endswith(PY_SUFFIXES + JS_SUFFIXES):
+                continue
+            if is_test_path(rel, into) and not full.is_symlink():
+                try:
+                    texts[rel] = full.read_text()
+                except (OSError, UnicodeDecodeError):
+                    continue  # not read: kept
+    defs = {rel: defined_tests(rel, text) for rel, text in texts.items()}
     defining: set[str] = set()
     for c in criteria:
-        found = set()
-        for rel, full in files.items():
-            if not rel.endswith(PY_SUFFIXES + JS_SUFFIXES):
-                continue
-            try:
-                text = full.read_text()
-            except (OSError, UnicodeDecodeError):
-                continue
-            if _names_file(rel, c.verify_ref or "") or defines_ref(
-                defined_tests(rel, text), c.verify_ref or ""
-            ):
-                found.add(rel)
+        ref = c.verify_ref or ""
+        found = {rel for rel in texts if _names_file(rel, ref) or defines_ref(defs[rel], ref)}
         if not found:
             return []
         defining |= found
-    for rel, full in files.items():
-        if rel not in defining and rel.endswith(PY_SUFFIXES + JS_SUFFIXES):
-            full.unlink()
+    kept, todo = set(defining), list(defining)
+    while todo:
+        text = texts[todo.pop()]
+        for rel in texts:
+            stem = rel.rsplit("/", 1)[-1].split(".", 1)[0]
+            if rel not in kept and re.search(rf"\b{re.escape(stem)}\b", text):
+                kept.add(rel)
+                todo.append(rel)
+    for rel in texts:
+        if rel not in kept and defs[rel]:
+            (tree / rel).unlink()
     return sorted(defining)
 
 
@@ -205,6 +210,15 @@ def run(state: RunState) -> None:
     untold = []
     for c in asked:
         again = found[c.id]
+        if again.result is Evidence.FAIL and not any(stubs.MARKER in t.message for t in again.failures):
+            # It failed, but not on a stub: something else in the stubbed tree broke it, which
+            # tells nothing of whether it notices the change.
+            again = again.model_copy(
+                update={
+                    "result": Evidence.MISSING,
+                    "detail": f"failed without a stub's error: {again.detail}",
+                }
+            )
         results[c.id] = results[c.id].model_copy(
             update={"stubbed": StubbedRun(result=again.result, detail=again.detail)}
         )
