@@ -173,3 +173,10 @@ def test_a_spec_error_and_a_hold_on_one_run_both_appear_in_the_reason() -> None:
     assert (out.verdict, out.why_human) == (Verdict.NEEDS_HUMAN, WhyHuman.HELD)
     assert out.summary.endswith("; and spec error: AC-1.2 matches 2 tests")
     assert out.summary.startswith("the submission adds files the verifier cannot read as source")
+
+
+def test_a_protected_path_the_loading_rules_also_see_is_named_once() -> None:
+    baseline = BaselineEvidence(branch="main", commit=COMMIT, changed=[".npmrc"], changed_total=1, diff="+x")
+    npmrc = LoadingHit(path=".npmrc", kind="manager_config", why="read by npm")
+    out = _decide({"AC-1.2": _passed(REF)}, loading=[npmrc], baseline=baseline)
+    assert (out.summary, out.held) == ("the submission changes protected paths: .npmrc", [".npmrc"])

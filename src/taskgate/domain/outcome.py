@@ -208,6 +208,8 @@ def _decide(
     loaded: Sequence[loading.Hit] = (),
     missing_guards: Sequence[str] = (),
 ) -> Outcome:
+    # A protected path is named once, as protected, even where the loading rules also see it.
+    loaded = [h for h in loaded if h.path not in held]
     holding = _holding_reason(held, loaded)
     held = [*held, *dict.fromkeys(h.path for h in loaded if h.path not in held)]
     if error and held:
