@@ -295,7 +295,7 @@ def test_a_grader_hook_that_does_not_make_the_check_pass_goes_back_with_the_hook
     assert (task["status"], task["attempts_used"], task["needs_human"]) == ("ready", 1, None)
     said = task["findings"][-1]["details"][-1]
     assert said.startswith(
-        "also held for a human: the submission adds code that reads or ends its grader (py.hook)"
+        "also held for a human: the submission adds code that reads or ends its grader (py.exit, py.hook)"
     )
     assert "calc.py:4 [py.hook] `sys.excepthook = lambda *exc: os._exit(0)`" in said
 

@@ -255,11 +255,15 @@ def test_each_default_protected_path_holds_the_run(
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     reason = gate.detail(tid)["task"]["needs_human"]["reason"]
     # The protected paths lead; a plugin the change adds may be named by the loading rules or the
-    # screen after them.
+    # screen after them, and a runner of the commit's own passes the stubbed run too.
     first, _, rest = reason.partition("; and ")
     assert first == "the submission changes protected paths: " + ", ".join(held), reason
     assert rest == "" or rest.startswith(
-        ("the submission adds code that reads or ends its grader", "the submission changes what gets loaded")
+        (
+            "the submission adds code that reads or ends its grader",
+            "the submission changes what gets loaded",
+            "AC-1.1's test passes with every changed function stubbed out",
+        )
     ), reason
 
 
