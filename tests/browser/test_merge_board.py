@@ -209,19 +209,20 @@ def test_changed_paths_mark_protected_and_test_files_and_a_held_change_is_allowe
     expect(banner.locator("details pre")).to_contain_text("+def limit():")
     changed = runs(drawer).nth(0).locator("details.changed-paths")
     expect(changed).to_have_attribute("open", "")  # open: it marks a protected path
-    expect(changed.locator(":scope > summary")).to_contain_text("4 changed paths against main at")
+    expect(changed.locator(":scope > summary")).to_contain_text("5 changed paths against main at")
     expect(changed.locator(":scope > summary")).to_contain_text("· 1 protected")
     rows = changed.locator(":scope > ul > li")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(5)
     marks = {
         rows.nth(i).locator("code").text_content(): rows.nth(i).locator(".badge").all_text_contents()
-        for i in range(4)
+        for i in range(5)
     }
     assert marks == {
         MARKUP_NAME: [],
         "conftest.py": ["protected", "test"],  # pytest reads it as part of its tests
         "notes/x.md": [],
         "test_use.py": ["test"],
+        "use.py": [],
     }, marks
     # the agent's file name is text: no element was made from it
     expect(drawer.locator("img")).to_have_count(0)
