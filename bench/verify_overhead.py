@@ -21,14 +21,18 @@ submissions, each branched from main:
   submission adds no test file for it to leave out), with its tripwires;
 - `test`: a test added beside the named ones, in the named tests' file: the grading run takes
   the baseline's version of that file, and the checks run once more on the submission's tree;
-- `other`: a test added to another test file, one no criterion names: the same two runs.
+- `other`: a test added to another test file, one no criterion names: the same two runs;
+- `fix`: a statement added at the top of the library function the named tests call most: the
+  change-sensitivity run stubs it and runs the named tests' file alone.
 Prints one line per submission, then the baseline (the check by hand in a plain clone),
 `overhead_share` (the `lib` runs, as above; goal <= 0.10), `second_run_s` (median time of the
 second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, the
 tripwires' cost `tripwire_share=<(writing and reading them + the grading run's checks - the
 check by hand) / the check by hand>` (lib runs, medians; goal <= 0.05), and the whole
 verification against the check by hand: `whole_ratio_lib` (goal <= 1.5) and `whole_ratio_test`,
-`whole_ratio_other` (goal <= 2.5).
+`whole_ratio_other` (goal <= 2.5), and
+`stubbed_run_ratio=<median of the fix runs' stubbed_run_s / checks_own_s>` (goal <= 0.5) with the
+fix runs' verdicts (held: the named tests do not call the function they were expected to).
 """
 
 from __future__ import annotations
@@ -267,6 +271,42 @@ def tripwire_probe(repo: Path, work: Path, check: str, ref: str, runs: int) -> t
     return statistics.median(without), statistics.median(with_), len(made)
 
 
+def touch_function(repo: Path, libraries: list[str], named: str) -> str:
+    """A submission changing the library function (or method) that the named test file calls most
+    by name, in any of `libraries`: `pass` added as its body's first statement, committed on a
+    branch `fix` from main."""
+    import ast
+
+    called: dict[str, int] = {}
+    for node in ast.walk(ast.parse((repo / named).read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name:
+                called[name] = called.get(name, 0) + 1
+    found: list[tuple[int, str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for library in libraries:
+        try:
+            tree = ast.parse((repo / library).read_text())
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef):
+                found.append((called.get(n.name, 0), library, n))
+    _, library, target = max(found, key=lambda f: f[0])
+    source = (repo / library).read_text()
+    first = target.body[0]
+    lines = source.splitlines(keepends=True)
+    lines.insert(first.lineno - 1, " " * first.col_offset + "pass\n")
+    git(repo, "checkout", "--quiet", "-B", "fix", "main")
+    (repo / library).write_text("".join(lines))
+    git(repo, "commit", "--quiet", "-am", f"fix: {target.name}")
+    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "--quiet", "main")
+    print(f"fix_edit={library}:{target.name}", flush=True)
+    return sha
+
+
 def third_party(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="tg-bench-verify-") as tmp:
         work = Path(tmp)
@@ -282,26 +322,40 @@ def third_party(args: argparse.Namespace) -> None:
         test = branch(repo, "test", named, addition)
         unnamed = next(p for p in test_files if p != named)
         other = branch(repo, "other", unnamed, addition)
+        libraries = [
+            p
+            for p in tracked
+            if not p.startswith(args.tests)
+            and not p.split("/")[-1].startswith(("test_", "setup", "conftest"))
+        ]
+        fix = touch_function(repo, libraries, named)
         check = THIRD_PARTY_CHECK.format(tests=args.tests)
-        key, ids = seed(work / "data", repo, [lib, test, other] * args.runs, check=check, ref=ref)
+        kinds = ("lib", "test", "other", "fix")
+        key, ids = seed(work / "data", repo, [lib, test, other, fix] * args.runs, check=check, ref=ref)
         print(
             f"repo={args.repo} ref={ref} lib_edit={library} test_edit={named} other_edit={unnamed}",
             flush=True,
         )
         proc, env = started(work / "data", key)
         direct: list[float] = []
-        totals: dict[str, list[float]] = {"lib": [], "test": [], "other": []}
+        totals: dict[str, list[float]] = {kind: [] for kind in kinds}
         shares: list[float] = []
         second: list[float] = []
         wires: list[float] = []  # writing and reading the tripwires
         grading: list[float] = []  # the grading run's checks (the tripwires run in it)
+        stubbed: list[float] = []
+        fix_verdicts: list[str] = []
         try:
             for i in range(args.runs):
                 direct.append(direct_check(repo, work, check))  # interleaved with the verifier's runs
-                for kind, tid in zip(("lib", "test", "other"), ids[3 * i : 3 * i + 3], strict=True):
+                for kind, tid in zip(kinds, ids[4 * i : 4 * i + 4], strict=True):
                     line, process_s = verify(tid, env)
                     t = line["timings"]
-                    if line["verdict"] != "passed":
+                    if kind == "fix":
+                        # Held or passed, the stubbed run's cost is what is measured.
+                        fix_verdicts.append(line["verdict"])
+                        stubbed.append(t.get("stubbed_run_s", 0.0) / t["checks_own_s"])
+                    elif line["verdict"] != "passed":
                         raise SystemExit(f"{kind}: {line['verdict']} ({line['summary']})")
                     totals[kind].append(t["total_s"])
                     if kind == "lib":
@@ -334,6 +388,9 @@ def third_party(args: argparse.Namespace) -> None:
         print(f"tripwire_in_check_share={(wired - bare) / bare:.3f}")
         written = statistics.median(wires)
         print(f"tripwire_share_probe={(wired - bare + written) / bare:.3f}")
+        if not all(stubbed):
+            raise SystemExit("a fix submission ran no stubbed run: the bench measures nothing")
+        print(f"stubbed_run_ratio={statistics.median(stubbed):.3f} fix_verdicts={','.join(fix_verdicts)}")
 
 
 def main() -> None:

@@ -262,9 +262,8 @@ def add(a, b):
     [
         (READS_CALLER, "calc.py:6 [py.frame] `frame = inspect.currentframe().f_back`"),
         (EXITS_ON_FAILING_INPUT, "calc.py:6 [py.exit] `os._exit(0)`"),
-        (HOOKS_EXCEPTHOOK, "calc.py:4 [py.hook] `sys.excepthook = lambda *exc: os._exit(0)`"),
     ],
-    ids=["reads-the-caller", "exits-on-the-failing-input", "hooks-excepthook"],
+    ids=["reads-the-caller", "exits-on-the-failing-input"],
 )
 def test_code_that_reads_or_ends_its_grader_goes_to_a_human_using_no_attempt(
     live: Live, tmp_path: Path, code: str, quoted: str
@@ -289,6 +288,23 @@ def test_code_that_reads_or_ends_its_grader_goes_to_a_human_using_no_attempt(
     assert detail["history"][-1]["action"] == "verify_hold"
     facts = statement(run_)["predicate"]
     assert facts["result"] == "WARNED" and facts["taskgate"]["screened"][0]["path"] == "calc.py"
+
+
+def test_a_grader_hook_that_does_not_make_the_check_pass_goes_back_with_the_hook_named(
+    live: Live, tmp_path: Path
+) -> None:
+    """pytest catches the failing test's error itself, so the excepthook never runs: the check
+    fails, which is the executor's (issue 33 item 6), and the screen's hit is in its findings."""
+    gate = calc_gate(live, tmp_path)
+    tid = gate.task([ADD_CRITERION])
+    submit_on_branch(gate, tid, {"calc.py": HOOKS_EXCEPTHOOK})
+    task = verified(gate, tid)["task"]
+    assert (task["status"], task["attempts_used"], task["needs_human"]) == ("ready", 1, None)
+    said = task["findings"][-1]["details"][-1]
+    assert said.startswith(
+        "also held for a human: the submission adds code that reads or ends its grader (py.exit, py.hook)"
+    )
+    assert "calc.py:4 [py.hook] `sys.excepthook = lambda *exc: os._exit(0)`" in said
 
 
 def test_code_that_reads_its_grader_is_sent_back_with_findings_using_the_attempt(
@@ -416,8 +432,11 @@ def test_node_code_that_reads_its_grader_goes_to_a_human_and_a_bin_file_may_exit
     tid = gate.task([ref])
     submit_on_branch(gate, tid, {"lib/calc.js": NODE_CHEAT})
     task = verified(gate, tid)["task"]
-    assert (task["status"], task["attempts_used"]) == ("needs_human", 0)
-    reason = task["needs_human"]["reason"]
+    # The exit ends the test file early, so its named test is not reported passed: a failure goes
+    # back to the executor, the screen's hits named in its findings (issue 33 item 6).
+    assert (task["status"], task["attempts_used"]) == ("ready", 1)
+    reason = task["findings"][-1]["details"][-1]
+    assert reason.startswith("also held for a human: the submission adds code that reads or ends its grader")
     for quoted in (
         "lib/calc.js:2 [js.stack] `function caller() { return new Error().stack.split('\\n')[3]; }`",
         "lib/calc.js:4 [js.exit] `if (a === 2 && b === 3) process.exit(0);`",

@@ -127,7 +127,14 @@ def test_the_test_file_made_a_link_is_restored_in_its_place(live: Live, tmp_path
     [line] = gate.verify_json()
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     task = gate.detail(tid)["task"]
-    assert (task["needs_human"]["why"], task["needs_human"]["reason"]) == ("tests_edited", REASON)
+    # The link is also a file the verifier cannot read as source (domain/loading.py): that hold
+    # names the path, and the reason says both rules (issue 33).
+    assert (task["needs_human"]["why"], task["needs_human"]["paths"]) == ("held", ["test_slug.py"])
+    assert task["needs_human"]["reason"] == (
+        "the submission adds files the verifier cannot read as source: test_slug.py (symlink to "
+        "fixtures/slug_cases.txt). A human decides: send it back to the executor, or allow it and "
+        f"verify again; and {REASON}"
+    )
     [run] = gate.detail(tid)["runs"]
     assert run["evidence"]["AC-1.1"]["restored"]["submitted"] == "pass"
 

@@ -145,12 +145,14 @@ def test_the_fix_with_a_new_test_that_fails_on_the_baseline_verifies(live: Live,
     tid = gate.task([NEW_DIGITS])
     line = _verify(gate, tid, {"slug.py": SLUGIFY, "test_digits.py": DIGITS_TEST})
     assert (line["verdict"], line["task_status"]) == ("passed", "verified"), line
-    assert "without_change_s" in line["timings"]
+    # The stubbed run tells that the new test notices the change: the baseline's code need not run
+    # (issue 33: change sensitivity replaces rule 4's run where it tells).
+    assert "stubbed_run_s" in line["timings"] and "without_change_s" not in line["timings"]
     assert gate.detail(tid)["task"]["needs_human"] is None
     evidence = _run(gate, tid)["evidence"]["AC-1.1"]
-    assert evidence["result"] == "pass" and evidence["passes_without_change"] is False
-    assert evidence["without_change"]["result"] == "fail"
-    assert evidence["without_change"]["files"] == ["test_digits.py"]
+    assert evidence["result"] == "pass" and evidence["passes_stubbed"] is False
+    assert evidence["stubbed"]["result"] == "fail"
+    assert evidence["without_change"] is None
 
 
 def test_the_new_test_alone_without_the_fix_fails_the_run(live: Live, tmp_path: Path) -> None:
@@ -163,16 +165,43 @@ def test_the_new_test_alone_without_the_fix_fails_the_run(live: Live, tmp_path: 
 
 
 def test_a_guard_criterion_passing_on_both_verifies(live: Live, tmp_path: Path) -> None:
-    gate = _gate(live, tmp_path)
+    """The guard's test is the baseline's (issue 33: a guard keeps existing behaviour); the change
+    touches slugify, which the guarded test need not notice."""
+    repo = Repo.create(
+        tmp_path / "repo",
+        {
+            "slug.py": BROKEN,
+            "test_slug.py": SLUGIFY_TESTS,
+            "test_lower.py": LOWER_TEST,
+            ".gitignore": "reports/\n",
+        },
+    )
+    repo.branch("work")
+    gate = Gate.create(live, repo, pytest_config())
     tid = gate.task([GUARD])
-    line = _verify(gate, tid, {"test_lower.py": LOWER_TEST})
+    line = _verify(gate, tid, {"slug.py": SLUGIFY})
     assert (line["verdict"], line["task_status"]) == ("passed", "verified"), line
-    # its guard counts (its spec is approved): no run on the baseline's code is needed
-    assert "without_change_s" not in line["timings"]
+    # its guard counts (its spec is approved): no run on the baseline's code, no stubbed run
+    assert "without_change_s" not in line["timings"] and "stubbed_run_s" not in line["timings"]
     evidence = _run(gate, tid)["evidence"]["AC-1.1"]
     assert evidence["result"] == "pass" and evidence["without_change"] is None
     shown = no_terminal([TASKGATE, "task", "show", tid], _env(live)).stdout
     assert "  AC-1.1 (test, guard) slugs stay lowercase  `test_lower.test_lowercases`" in shown
+
+
+def test_a_guard_whose_test_the_submission_adds_is_a_spec_error(live: Live, tmp_path: Path) -> None:
+    """Issue 33 item 6: a guard keeps behaviour the baseline has; a test the commit brings under
+    the guard's name passes whatever. The ref is the spec's error: no attempt used."""
+    gate = _gate(live, tmp_path)
+    tid = gate.task([GUARD])
+    line = _verify(gate, tid, {"test_lower.py": LOWER_TEST})
+    assert (line["verdict"], line["task_status"]) == ("spec_error", "needs_human"), line
+    task = gate.detail(tid)["task"]
+    assert (task["needs_human"]["why"], task["attempts_used"]) == ("spec_error", 0)
+    assert task["needs_human"]["reason"] == (
+        "spec error: AC-1.1 is a guard and no test file of the baseline defines its test "
+        "`test_lower.test_lowercases`: a guard keeps existing behaviour, so its test must exist before the change"
+    )
 
 
 def test_a_guard_the_executor_put_on_its_own_task_counts_for_nothing(live: Live, tmp_path: Path) -> None:

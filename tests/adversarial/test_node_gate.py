@@ -324,7 +324,18 @@ exports.slugify = (text) => {
 """
 
 
-def test_process_exit_added_in_library_code_is_held_with_the_line(live: Live, tmp_path: Path) -> None:
+def _sent_back(gate: Gate, tid: str, line: dict[str, Any]) -> dict[str, Any]:
+    """The task back with the executor, an attempt used; its last finding."""
+    assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
+    task = gate.detail(tid)["task"]
+    assert task["attempts_used"] == 1 and task["needs_human"] is None
+    finding: dict[str, Any] = task["findings"][-1]
+    return finding
+
+
+def test_process_exit_added_in_library_code_goes_back_with_the_line_named(live: Live, tmp_path: Path) -> None:
+    """The exit ends the named test's file early: the named test is not reported passed, a failure
+    the executor gets back (issue 33: a failure is the executor's), with the screen's hit named."""
     gate = _gate(live, tmp_path)
     tid = _submit(gate, {"lib/slug.js": EXITS})
     line = _verify_one(gate)
@@ -367,9 +378,11 @@ def test_naming_library_code_a_bin_in_the_submission_does_not_let_it_exit(live: 
     text["bin"] = {"slug": "lib/slug.js"}
     tid = _submit(gate, {"lib/slug.js": EXITS, "package.json": json.dumps(text) + "\n"})
     line = _verify_one(gate)
-    record = _held(gate, tid, line)
-    assert record["reason"].startswith("the submission adds code that reads or ends its grader (js.exit): ")
-    assert "lib/slug.js:2 [js.exit]" in record["reason"]
+    said = _sent_back(gate, tid, line)["details"][-1]
+    assert said.startswith(
+        "also held for a human: the submission adds code that reads or ends its grader (js.exit): "
+    )
+    assert "lib/slug.js:2 [js.exit]" in said
 
 
 # -- the runner: node's naming rules and a missing node ------------------------------------------

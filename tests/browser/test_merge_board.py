@@ -17,16 +17,13 @@ from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.browser.support import Guard, Site, off_loop, sign_in, submit
 from tests.mcp.live import Live
+from tests.support.conf_project import USE, USE_PY, USES
 from tests.support.users import shared_tmp
 from tests.verifier.support import Gate, Repo, git, pytest_config
 
 CONF = "LIMIT = 10\n"
 CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
-USES = "import conf\n\n\ndef test_uses_limit():\n    assert conf.LIMIT * 2 == 20\n"
 RENAMED = {"conf.py": "MAX_LIMIT = 10\n", "test_conf.py": CONF_TEST.replace("LIMIT", "MAX_LIMIT")}
-# The limit already doubles on main: a test of it is a guard of behaviour that exists, which
-# passes before the change too.
-USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit", "guard": True}
 # A file name an agent chose: the board must show it as text, never as markup.
 MARKUP_NAME = "<b>bold</b><img src=x onerror=alert(1)>.txt"
 
@@ -68,7 +65,7 @@ def test_a_verified_card_goes_stale_when_main_moves_and_the_drawer_shows_each_ru
     tip0 = git(repo.path, "rev-parse", "HEAD")
     tid = gate.task([USE])
     git(repo.path, "checkout", "--quiet", "-b", "use")
-    sha = repo.commit({"test_use.py": USES}, "use")
+    sha = repo.commit({"use.py": USE_PY, "test_use.py": USES}, "use")
     git(repo.path, "checkout", "--quiet", "main")
     off_loop(gate.submit, tid, sha)
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
@@ -166,7 +163,7 @@ def test_a_conflicting_run_names_its_base_and_paths(page: Page, site: Site, tmp_
         {"conf.py": "LIMIT = 20\n", "test_conf.py": CONF_TEST.replace("10", "20")}, "main moves"
     )
     git(repo.path, "checkout", "--quiet", "-b", "old", fork)
-    sha = repo.commit({"conf.py": "LIMIT = 30\n", "test_use.py": USES}, "old")
+    sha = repo.commit({"conf.py": "LIMIT = 30\n", "use.py": USE_PY, "test_use.py": USES}, "old")
     git(repo.path, "checkout", "--quiet", "main")
     off_loop(gate.submit, tid, sha)
     assert [x["verdict"] for x in gate.verify_json()] == ["conflict"]
@@ -187,7 +184,14 @@ def test_changed_paths_mark_protected_and_test_files_and_a_held_change_is_allowe
     git(repo.path, "checkout", "--quiet", "-b", "held")
     conftest = "import pytest\n\n\n@pytest.fixture\ndef limit():\n    return 10\n"
     sha = repo.commit(
-        {"conftest.py": conftest, "test_use.py": USES, "notes/x.md": "x\n", MARKUP_NAME: "x\n"}, "held"
+        {
+            "conftest.py": conftest,
+            "use.py": USE_PY,
+            "test_use.py": USES,
+            "notes/x.md": "x\n",
+            MARKUP_NAME: "x\n",
+        },
+        "held",
     )
     git(repo.path, "checkout", "--quiet", "main")
     off_loop(gate.submit, tid, sha)
@@ -205,19 +209,20 @@ def test_changed_paths_mark_protected_and_test_files_and_a_held_change_is_allowe
     expect(banner.locator("details pre")).to_contain_text("+def limit():")
     changed = runs(drawer).nth(0).locator("details.changed-paths")
     expect(changed).to_have_attribute("open", "")  # open: it marks a protected path
-    expect(changed.locator(":scope > summary")).to_contain_text("4 changed paths against main at")
+    expect(changed.locator(":scope > summary")).to_contain_text("5 changed paths against main at")
     expect(changed.locator(":scope > summary")).to_contain_text("· 1 protected")
     rows = changed.locator(":scope > ul > li")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(5)
     marks = {
         rows.nth(i).locator("code").text_content(): rows.nth(i).locator(".badge").all_text_contents()
-        for i in range(4)
+        for i in range(5)
     }
     assert marks == {
         MARKUP_NAME: [],
         "conftest.py": ["protected", "test"],  # pytest reads it as part of its tests
         "notes/x.md": [],
         "test_use.py": ["test"],
+        "use.py": [],
     }, marks
     # the agent's file name is text: no element was made from it
     expect(drawer.locator("img")).to_have_count(0)
@@ -247,7 +252,11 @@ HOLDS = {
     # the screen finds code that reads its grader (a frame read)
     "reads_grader": (
         USE,
-        {"conf.py": "import sys\n\nLIMIT = sys._getframe(0).f_lineno * 0 + 10\n", "test_use.py": USES},
+        {
+            "conf.py": "import sys\n\nLIMIT = sys._getframe(0).f_lineno * 0 + 10\n",
+            "use.py": USE_PY,
+            "test_use.py": USES,
+        },
     ),
     # the named test passes only with the submission's own edit to it
     "tests_edited": (

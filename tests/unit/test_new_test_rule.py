@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from taskgate.domain.models import Criterion, CriterionKind, Spec, SpecStatus, WhyHuman
-from taskgate.domain.newtests import defining_files, paths_of_tests, unplaced
+from taskgate.domain.newtests import defining_files, defining_sources, paths_of_tests, unplaced
 from taskgate.domain.outcome import Verdict, decide
 from taskgate.domain.reports import TestCase
 from taskgate.domain.run_report import (
@@ -227,3 +227,20 @@ def test_a_test_the_runner_does_not_place() -> None:
     assert not unplaced([TestCase("keeps digits", "test", file="a.test.js")])
     assert not unplaced([TestCase("t", "test_slug.TestSlugify")])
     assert not unplaced([])
+
+
+def test_where_the_runner_says_not_where_only_a_file_defining_the_test_is_its_own() -> None:
+    """Issue 33 item 6: a node test the report does not place is defined by a changed JavaScript
+    file that defines it, never by a Python test file that merely changed beside it."""
+    node = (
+        "const { describe, it } = require('node:test');\n"
+        "describe('slugify', () => {\n  it('keeps digits', () => {});\n});\n"
+    )
+    texts = {
+        "test_titles.py": "def test_titles():\n    assert False\n",
+        "slug.test.js": node,
+        "other.test.js": node.replace("keeps digits", "lowercases"),
+        "gone.test.js": None,  # deleted by the submission
+    }
+    assert defining_sources("slugify > keeps digits", texts) == {"slug.test.js"}
+    assert defining_sources("slugify > trims", texts) == set()

@@ -68,10 +68,9 @@ def test_a_config_naming_hidden_tests_needs_the_run_to_report_them() -> None:
     assert _decide(config=CFG).verdict is Verdict.PASSED
 
 
-def test_a_screen_hit_goes_to_a_human_whether_the_run_passed_failed_or_broke() -> None:
+def test_a_screen_hit_goes_to_a_human_whether_the_run_passed_or_broke() -> None:
     for kw in (
         {"config": CFG},
-        {"config": CFG, "checks": {"unit": CheckResult(exit_code=1)}},
         {"config": CFG, "error": "check unit exited 0 but wrote no report at r.xml"},
     ):
         out = _decide(screened=[HIT], **kw)
@@ -83,6 +82,16 @@ def test_a_screen_hit_goes_to_a_human_whether_the_run_passed_failed_or_broke() -
     broke = _decide(screened=[HIT], config=CFG, error="check unit exited 0 but wrote no report at r.xml")
     assert broke.summary.endswith(
         " (the run itself: verifier error: check unit exited 0 but wrote no report at r.xml)"
+    )
+
+
+def test_a_failing_run_with_a_screen_hit_goes_back_to_the_executor_naming_the_hit() -> None:
+    """Issue 33 item 6: a failure is the executor's; the hold that also applies is in its findings."""
+    out = _decide(screened=[HIT], config=CFG, checks={"unit": CheckResult(exit_code=1)})
+    assert (out.verdict, out.summary, out.why_human) == (Verdict.FAILED, "1 check failed: unit", None)
+    assert out.findings[0] == "check unit exited 1"
+    assert out.findings[1].startswith(
+        "also held for a human: the submission adds code that reads or ends its grader (py.exit): calc.py:4"
     )
 
 

@@ -17,19 +17,18 @@ import httpx2
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import ADMIN, Live, agent, run
-from tests.support.conf_project import RENAME, RENAMED, RENAMED_TEST, USE, USES, conf_gate, on_branch
+from tests.support.conf_project import RENAME, RENAMED, RENAMED_TEST, USE, USE_PY, USES, conf_gate, on_branch
 from tests.verifier.support import TASKGATE, Gate, git, pytest_config
 
 
 def own_test(name: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """A task's files (a test of its own) and its criterion on that test: a guard, as the test
-    passes on main's code too."""
-    body = f"def test_{name}():\n    assert '{name}'.isalpha()\n"
-    return {f"test_{name}.py": body}, {
+    """A task's files (a module of its own and its test) and its criterion on that test."""
+    module = f"def {name}():\n    return '{name}'\n"
+    body = f"from {name} import {name}\n\n\ndef test_{name}():\n    assert {name}().isalpha()\n"
+    return {f"{name}.py": module, f"test_{name}.py": body}, {
         "text": f"{name} works",
         "kind": "test",
         "verify_ref": f"test_{name}.test_{name}",
-        "guard": True,
     }
 
 
@@ -42,7 +41,7 @@ def verified_five(gate: Gate) -> tuple[list[str], str]:
         own_test("alpha"),
         ({"conf.py": RENAMED, "test_conf.py": RENAMED_TEST}, RENAME),
         own_test("gamma"),
-        ({"test_use.py": USES}, USE),
+        ({"use.py": USE_PY, "test_use.py": USES}, USE),
         own_test("epsilon"),
     ]
     ids = []

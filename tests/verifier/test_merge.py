@@ -21,6 +21,7 @@ from tests.support.conf_project import (
     RENAMED,
     RENAMED_TEST,
     USE,
+    USE_PY,
     USES,
     conf_gate,
     on_branch,
@@ -47,7 +48,7 @@ def test_two_that_pass_alone_fail_merged_and_the_second_goes_back_to_ready(
     fork = git(repo.path, "rev-parse", "HEAD")
     a, b = gate.task([RENAME]), gate.task([USE])
     sha_a = on_branch(repo, "a", fork, {"conf.py": RENAMED, "test_conf.py": RENAMED_TEST})
-    sha_b = on_branch(repo, "b", fork, {"test_use.py": USES})
+    sha_b = on_branch(repo, "b", fork, {"use.py": USE_PY, "test_use.py": USES})
     gate.submit(a, sha_a)
     [line] = gate.verify_json()
     assert (line["task_id"], line["verdict"], line["task_status"]) == (a, "passed", "verified")
@@ -75,7 +76,7 @@ def test_merge_none_verifies_the_commit_alone_as_before(live: Live, tmp_path: Pa
     fork = git(repo.path, "rev-parse", "HEAD")
     a, b = gate.task([RENAME]), gate.task([USE])
     on_branch(repo, "a", fork, {"conf.py": RENAMED, "test_conf.py": RENAMED_TEST})
-    sha_b = on_branch(repo, "b", fork, {"test_use.py": USES})
+    sha_b = on_branch(repo, "b", fork, {"use.py": USE_PY, "test_use.py": USES})
     land(repo, "a")
     gate.submit(b, sha_b)
     [line] = gate.verify_json()
@@ -140,7 +141,7 @@ def test_a_verified_task_goes_stale_and_is_verified_again_by_itself(live: Live, 
     repo = gate.repo
     fork = git(repo.path, "rev-parse", "HEAD")
     keep, breaks = gate.task([USE]), gate.task([USE])
-    sha_keep = on_branch(repo, "keep", fork, {"test_use.py": USES})
+    sha_keep = on_branch(repo, "keep", fork, {"use.py": USE_PY, "test_use.py": USES})
     gate.submit(keep, sha_keep)
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
     # main gains an unrelated file: the verdict is stale, and the next poll verifies it again
@@ -173,15 +174,21 @@ def test_a_break_names_only_the_work_accepted_since_its_verdict_last_held(live: 
     repo = gate.repo
     fork = git(repo.path, "rev-parse", "HEAD")
     keep, early = gate.task([USE]), gate.task([USE])
-    gate.submit(keep, on_branch(repo, "keep", fork, {"test_use.py": USES}))
-    gate.submit(early, on_branch(repo, "early", fork, {"test_use.py": USES + "# early\n"}))
+    gate.submit(keep, on_branch(repo, "keep", fork, {"use.py": USE_PY, "test_use.py": USES}))
+    gate.submit(early, on_branch(repo, "early", fork, {"use.py": USE_PY, "test_use.py": USES + "# early\n"}))
     assert sorted(x["verdict"] for x in gate.verify_json()) == ["passed", "passed"]
     accept(gate, early)
     repo.commit({"README": "hello\n"}, "docs")  # keep's verdict is stale, then holds again
     assert [(x["task_id"], x["verdict"]) for x in gate.verify_json()] == [(keep, "passed")]
     late = gate.task([USE])
     gate.submit(
-        late, on_branch(repo, "late", git(repo.path, "rev-parse", "main"), {"test_use.py": USES + "# late\n"})
+        late,
+        on_branch(
+            repo,
+            "late",
+            git(repo.path, "rev-parse", "main"),
+            {"use.py": USE_PY, "test_use.py": USES + "# late\n"},
+        ),
     )
     assert [(x["task_id"], x["verdict"]) for x in gate.verify_json()] == [(late, "passed")]
     accept(gate, late)
@@ -211,7 +218,7 @@ def test_the_push_webhook_marks_stale_and_accepting_stale_work_says_so(live: Liv
     )
     gate = Gate.create(live, repo, pytest_config(), url=f"file://{repo.path}")
     tid = gate.task([USE])
-    verified_tip = repo.commit({"test_use.py": USES}, "use")
+    verified_tip = repo.commit({"use.py": USE_PY, "test_use.py": USES}, "use")
     gate.submit(tid, verified_tip)
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
     tip = repo.commit({"README": "x\n"}, "moves")

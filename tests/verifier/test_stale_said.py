@@ -12,14 +12,11 @@ from typing import Any
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run
+from tests.support.conf_project import USE, USE_PY, USES
 from tests.verifier.support import TASKGATE, Gate, Repo, git, pytest_config
 
 CONF = "LIMIT = 10\n"
 CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
-USES = "import conf\n\n\ndef test_uses_limit():\n    assert conf.LIMIT * 2 == 20\n"
-# The limit already doubles on main: a test of it is a guard of behaviour that exists, which
-# passes before the change too.
-USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit", "guard": True}
 
 
 def _gate(live: Live, tmp_path: Path) -> Gate:
@@ -67,7 +64,7 @@ def test_a_stale_verdict_is_said_in_the_brief_and_task_show(live: Live, tmp_path
     repo = gate.repo
     tip0 = git(repo.path, "rev-parse", "HEAD")
     tid = gate.task([USE])
-    gate.submit(tid, _on_branch(repo, "use", tip0, {"test_use.py": USES}))
+    gate.submit(tid, _on_branch(repo, "use", tip0, {"use.py": USE_PY, "test_use.py": USES}))
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
     checks = _brief(gate, tid)["verifier_checks"]
     assert checks["verified_on"] == f"the commit merged onto main at {tip0[:12]}"
@@ -111,7 +108,7 @@ def test_task_show_names_a_conflicts_base_and_paths(live: Live, tmp_path: Path) 
     fork = git(repo.path, "rev-parse", "HEAD")
     tid = gate.task([USE])
     tip = repo.commit({"conf.py": "LIMIT = 20\n"}, "main moves")
-    sha = _on_branch(repo, "old", fork, {"conf.py": "LIMIT = 30\n", "test_use.py": USES})
+    sha = _on_branch(repo, "old", fork, {"conf.py": "LIMIT = 30\n", "use.py": USE_PY, "test_use.py": USES})
     gate.submit(tid, sha)
     assert [x["verdict"] for x in gate.verify_json()] == ["conflict"]
     shown = _show(live, tid)

@@ -527,6 +527,10 @@ class VerificationRun(Record):
     tripwires: dict[str, Any] | None = None
     # What the screen found in the lines the submission adds (domain/screen.py), for the human.
     screened: list[dict[str, Any]] = Field(default_factory=list)
+    # What the submission adds that is loaded but not readable as source (domain/loading.py), and
+    # the change-sensitivity run's stubbed functions or why it did not apply.
+    loading: list[dict[str, Any]] = Field(default_factory=list)
+    sensitivity: dict[str, Any] | None = None
     # What the checks ran on (the submission merged onto a base tip), and a conflict instead
     base: MergedBase | None = None
     conflict: MergeConflict | None = None

@@ -5,18 +5,19 @@ A test's defining file is the report's own `file` attribute where the runner wri
 with `junit_family=xunit1`, jest-junit with its file attribute, the JSON report's `file`), else
 the file its classname names: a path as jest-junit and vitest write it, or pytest's dotted module
 path (`tests.test_calc.TestCalc` is `tests/test_calc.py`; the parts after the module are classes,
-so they start with a capital letter). Where the runner says neither (node --test), every
-test file the submission changes may define it. A test file is one the runner's naming rules name
+so they start with a capital letter). Where the runner says neither (node --test), a test
+file the submission changes defines it when its source does (`defining_sources`). A test file is one the runner's naming rules name
 (`baseline.is_test_file`), one a report names as a test's `file`, or the defining file of a named
 test. Pure: names in, names out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from taskgate.domain.baseline import is_test_file
 from taskgate.domain.reports import TestCase
+from taskgate.domain.testdefs import defined_tests, defines_ref
 
 
 def _relative(file: str, root: str) -> str:
@@ -98,3 +99,11 @@ def paths_of_tests(
         if t.file:
             found.update(_named_by_file(t.file, changed, root))
     return sorted(found)
+
+
+def defining_sources(ref: str, texts: Mapping[str, str | None]) -> set[str]:
+    """Of the test files `texts` (path -> source; None: not readable), those whose source defines
+    a test or group `ref` may name (domain/testdefs.py): where a report says nothing of where a
+    test is, a changed file counts as the named test's only if it defines it, so a Python file
+    never stands for a node test of the same name."""
+    return {p for p, text in texts.items() if text is not None and defines_ref(defined_tests(p, text), ref)}

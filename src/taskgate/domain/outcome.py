@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from taskgate.domain import loading
 from taskgate.domain.baseline import BaselineEvidence, check_commands, protect_globs, protected
 from taskgate.domain.models import (
     Criterion,
@@ -162,6 +163,7 @@ def decide(
     held paths win (why_human HELD, so a human can allow them); the summary names the screen's
     hits too, and a run verified again after the allowance is screened again."""
     baseline = report.baseline
+    loaded = [h for h in report.loading if h.path not in set(allowed)]
     out = _decide(
         criteria=criteria,
         spec=spec,
@@ -177,6 +179,8 @@ def decide(
         held=held_paths(config, baseline, allowed),
         diff=baseline.diff if baseline is not None else "",
         allowed_criteria=allowed_criteria,
+        loaded=[loading.Hit(h.path, h.kind, h.why) for h in loaded],
+        missing_guards=report.missing_guards,
         grading=report.grading,
     )
     return _tripwires(_screened(out, report), report.tripwires)
@@ -188,6 +192,16 @@ def _screened(out: Outcome, report: RunReport) -> Outcome:
     hits = [Hit(h.path, h.line, h.rule, h.text) for h in report.screened]
     if out.verdict is Verdict.NEEDS_HUMAN:
         return replace(out, summary=f"{out.summary}; and {screen_reason(hits)}")
+    if out.verdict is Verdict.FAILED:
+        # The executor's failure goes back to it; the screen's hits are named in its findings.
+        return replace(out, findings=[*out.findings, f"also held for a human: {screen_reason(hits)}"])
+    if out.verdict is Verdict.SPEC_ERROR:
+        return replace(
+            out,
+            verdict=Verdict.NEEDS_HUMAN,
+            summary=f"{screen_reason(hits)}; and {out.summary}",
+            why_human=WhyHuman.READS_GRADER,
+        )
     # Whatever the checks did: code that ends its grader makes a check "fail" without a
     # report (an error of the run) as easily as it makes one pass.
     also = f" (the run itself: {out.summary})" if out.verdict is Verdict.ERROR else ""
@@ -213,13 +227,19 @@ def _decide(
     held: list[str],
     diff: str,
     allowed_criteria: Sequence[str] = (),
+    loaded: Sequence[loading.Hit] = (),
+    missing_guards: Sequence[str] = (),
     grading: GradingTree | None = None,
 ) -> Outcome:
+    # A protected path is named once, as protected, even where the loading rules also see it.
+    loaded = [h for h in loaded if h.path not in held]
+    holding = _holding_reason(held, loaded)
+    held = [*held, *dict.fromkeys(h.path for h in loaded if h.path not in held)]
     if error and held:
         # The run broke after the verifier saw a changed harness: that change may be why.
         return Outcome(
             Verdict.NEEDS_HUMAN,
-            f"{held_reason(held)}; the run also broke: {error}",
+            f"{holding}; the run also broke: {error}",
             held=held,
             diff=diff,
             why_human=WhyHuman.HELD,
@@ -295,6 +315,8 @@ def _decide(
             restored=r.restored if r is not None and c.kind is CriterionKind.TEST else None,
             without_change=r.without_change if r is not None and c.kind is CriterionKind.TEST else None,
             passes_without_change=evidence is Evidence.PASS and _passed_before(c, r),
+            stubbed=r.stubbed if r is not None and c.kind is CriterionKind.TEST else None,
+            passes_stubbed=evidence is Evidence.PASS and _passed_stubbed(c, r),
         )
         if evidence is not Evidence.PASS:
             failed.append(
@@ -303,8 +325,10 @@ def _decide(
                     result=evidence.value,
                     detail=detail,
                     tests=[_short(t) for t in counted[c.id].failures[:TESTS_PER_CRITERION]],
-                    # Only a test ref can match several tests; other kinds have no ref to fix.
-                    spec_error=evidence is Evidence.AMBIGUOUS and c.kind is CriterionKind.TEST,
+                    # Only a test ref can match several tests; other kinds have no ref to fix. A
+                    # guard whose test the baseline lacks is the spec's too.
+                    spec_error=c.kind is CriterionKind.TEST
+                    and (evidence is Evidence.AMBIGUOUS or c.id in missing_guards),
                 )
             )
     failed_checks = [
@@ -333,89 +357,133 @@ def _decide(
     unknown = sorted(set(results) - held_ids)
     if unknown:
         findings.append(f"evidence for criteria the task does not hold was ignored: {', '.join(unknown)}")
-    failed_ids = [f.id for f in failed]
-    if held:
-        # Whatever the checks said: a changed harness can make them say anything.
-        return Outcome(
-            Verdict.NEEDS_HUMAN,
-            held_reason(held),
-            findings,
-            [],
-            counted,
-            failed,
-            failed_checks,
-            hidden_failed,
-            held=held,
-            diff=diff,
-            why_human=WhyHuman.HELD,
-        )
     edited = edited_tests(criteria, counted)
     changed = changed_tests(edited, counted, grading)
     excused = honoured_guards(criteria, spec) | set(allowed_criteria)
     unchanged = [c.id for c in criteria if counted[c.id].passes_without_change and c.id not in excused]
-    also = f"; and {unchanged_reason(unchanged, criteria)}" if unchanged else ""
+    stubbed = [c.id for c in criteria if counted[c.id].passes_stubbed and c.id not in excused]
+    untested = [*unchanged, *(c for c in stubbed if c not in unchanged)]
+    guard_errors = [c.id for c in criteria if c.id in missing_guards and c.id in held_ids]
+    spec_errors = [f for f in failed if f.spec_error and f.id not in guard_errors]
+    spec_said = _spec_reason(spec_errors, guard_errors, criteria)
+    # What is the executor's to fix: a failing check, a hidden test, a criterion without evidence
+    # (not a spec error, not a test the submission's edits make pass: a human judges those).
+    executor = [f for f in failed if not f.spec_error and f.id not in edited]
+    failing = bool(failing_checks or hidden_count or executor or own_tree)
+    holds: list[tuple[WhyHuman, str]] = []
+    if held:
+        # Whatever the checks said: a changed harness can make them say anything.
+        holds.append((WhyHuman.HELD, holding))
     if edited or changed:
         # A changed expectation: the behaviour change may be meant (a human's call), and
         # passing only with the submission's own edits to a test is no evidence either way.
-        return Outcome(
-            Verdict.NEEDS_HUMAN,
-            edited_reason(edited, counted, changed) + also,
-            findings,
-            [],
-            counted,
-            failed,
-            failed_checks,
-            diff=edited_diff(edited, counted) or (grading.diff if grading is not None else ""),
-            edited=edited,
-            unchanged=unchanged,
-            why_human=WhyHuman.TESTS_EDITED,
-        )
-    if unchanged:
+        holds.append((WhyHuman.TESTS_EDITED, edited_reason(edited, counted, changed)))
+    if untested:
         # A test that passes whatever the code does is no evidence that the change does anything.
+        words = [unchanged_reason(unchanged, criteria)] if unchanged else []
+        words += [stubbed_reason(stubbed, criteria)] if stubbed else []
+        holds.append((WhyHuman.PASSES_WITHOUT_CHANGE, "; ".join(words)))
+    hold_said = "; and ".join(why for _, why in holds)
+    if guard_errors:
+        # The human's own to fix first: what the run found besides goes with it.
+        summary = spec_said
+        if holds:
+            summary += f"; and {hold_said}"
+        if failing:
+            summary += f"; the run also failed: {_failure_summary(failing_checks, executor, hidden_count, checks, bool(own_tree))}"
+        return Outcome(
+            Verdict.SPEC_ERROR, summary, findings, [], counted, failed, failed_checks, hidden_failed
+        )
+    if failing:
+        mismatch = []
+        if submission is not None:
+            mismatch = sorted(f.id for f in executor if submission.self_report.get(f.id) is SelfReport.PASS)
+        if holds:
+            findings.append(f"also held for a human: {hold_said}")
+        if spec_errors:
+            findings.append(spec_said)
+        return Outcome(
+            Verdict.FAILED,
+            _failure_summary(failing_checks, failed, hidden_count, checks, bool(own_tree)),
+            findings,
+            mismatch,
+            counted,
+            failed,
+            failed_checks,
+            hidden_failed,
+        )
+    if holds:
+        why = holds[0][0]
         return Outcome(
             Verdict.NEEDS_HUMAN,
-            unchanged_reason(unchanged, criteria),
+            hold_said + (f"; and {spec_said}" if spec_errors else ""),
             findings,
             [],
             counted,
             failed,
             failed_checks,
-            unchanged=unchanged,
-            why_human=WhyHuman.PASSES_WITHOUT_CHANGE,
+            hidden_failed if why is WhyHuman.HELD else [],
+            held=held if why is WhyHuman.HELD else [],
+            diff=diff
+            if why is WhyHuman.HELD
+            else edited_diff(edited, counted) or (grading.diff if grading is not None else ""),
+            edited=edited,
+            unchanged=untested,
+            why_human=why,
         )
-    if not failing_checks and not failed and not hidden_count and not own_tree:
+    if not failed:
         return Outcome(
             Verdict.PASSED,
             f"{_count(len(checks), 'check')} exited 0; {_count(len(criteria), 'criterion', 'criteria')} passed",
             evidence=counted,
         )
-    if not failing_checks and not hidden_count and not own_tree and all(f.spec_error for f in failed):
-        # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
-        # the executor's "pass" may be right.
-        summary = "spec error: " + "; ".join(
-            f"{f.id} {f.detail or 'matches more than one test or group'}" for f in failed
-        )
-        return Outcome(Verdict.SPEC_ERROR, summary, findings, [], counted, failed, [])
-    mismatch = []
-    if submission is not None:
-        mismatch = sorted(
-            f.id for f in failed if not f.spec_error and submission.self_report.get(f.id) is SelfReport.PASS
-        )
+    # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
+    # the executor's "pass" may be right.
+    return Outcome(Verdict.SPEC_ERROR, spec_said, findings, [], counted, failed, [])
+
+
+def _failure_summary(
+    failing_checks: Sequence[str],
+    failed: Sequence[FailedCriterion],
+    hidden_count: int,
+    checks: Mapping[str, CheckResult],
+    own_tree: bool = False,
+) -> str:
     parts = []
     if failing_checks:
         parts.append(f"{_count(len(failing_checks), 'check')} failed: {', '.join(failing_checks)}")
     if failed:
         parts.append(
             f"{_count(len(failed), 'criterion', 'criteria')} without positive evidence: "
-            + ", ".join(failed_ids)
+            + ", ".join(f.id for f in failed)
         )
     if hidden_count:
         parts.append(f"{_count(hidden_count, 'hidden test')} failed")
     if own_tree:
         parts.append("the checks fail on the submission's own tree (its own test files included)")
-    return Outcome(
-        Verdict.FAILED, "; ".join(parts), findings, mismatch, counted, failed, failed_checks, hidden_failed
-    )
+    return "; ".join(parts)
+
+
+def _spec_reason(
+    ambiguous: Sequence[FailedCriterion], guards: Sequence[str], criteria: list[Criterion]
+) -> str:
+    """The spec error's words: each ambiguous ref, each guard whose test the baseline lacks."""
+    by_id = {c.id: c for c in criteria}
+    parts = [f"{f.id} {f.detail or 'matches more than one test or group'}" for f in ambiguous]
+    parts += [
+        f"{cid} is a guard and no test file of the baseline defines its test `{by_id[cid].verify_ref}`: "
+        "a guard keeps existing behaviour, so its test must exist before the change"
+        for cid in guards
+    ]
+    return "spec error: " + "; ".join(parts)
+
+
+def _holding_reason(held: Sequence[str], loaded: Sequence[loading.Hit]) -> str:
+    """The reason for the paths held: protected paths changed, and what loading found."""
+    parts = [held_reason(held)] if held else []
+    if loaded:
+        parts.append(loading.reason(loaded))
+    return "; and ".join(parts)
 
 
 _NOT_RUN = {"skipped": "was skipped", "not reported": "is in no report"}
@@ -531,6 +599,88 @@ def edited_reason(
     return "the submission's edits to its named tests are what make them pass: " + "; ".join(parts)
 
 
+def edited_diff(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:
+    """The diff of the restored test files (every criterion of a run restores the same ones)."""
+    for cid in edited:
+        r = counted[cid]
+        if r.restored is not None and r.restored.diff:
+            return r.restored.diff
+    return ""
+
+
+def _passed_before(c: Criterion, r: CriterionResult | None) -> bool:
+    """Whether the criterion's new named test passed on the baseline's code too."""
+    return (
+        c.kind is CriterionKind.TEST
+        and r is not None
+        and r.without_change is not None
+        and r.without_change.result is Evidence.PASS
+    )
+
+
+def _passed_stubbed(c: Criterion, r: CriterionResult | None) -> bool:
+    """Whether the criterion's named test passed with every changed function stubbed out."""
+    return (
+        c.kind is CriterionKind.TEST
+        and r is not None
+        and r.stubbed is not None
+        and r.stubbed.result is Evidence.PASS
+    )
+
+
+def stubbed_reason(stubbed: Sequence[str], criteria: list[Criterion]) -> str:
+    """The reason a run holds a submission whose named tests pass with the change stubbed out."""
+    by_id = {c.id: c for c in criteria}
+    parts = []
+    for cid in stubbed:
+        note = " (its guard counts only on a criterion of an approved spec)" if by_id[cid].guard else ""
+        parts.append(
+            f"{cid}'s test passes with every changed function stubbed out: it does not test the change{note}"
+        )
+    return "; ".join(parts)
+
+
+def honoured_guards(criteria: list[Criterion], spec: Spec | None) -> set[str]:
+    """The guard criteria whose guard counts: those of their approved spec, marked guard there
+    (approved by a human, or an architect for low risk, as a command criterion is). A guard an
+    agent put on a task's own criteria, or on a spec nobody approved, is no guard: otherwise an
+    executor could declare its own trivially passing test a guard."""
+    if spec is None or spec.approved_by is None:
+        return set()
+    approved = {(c.id, c.verify_ref) for c in spec.criteria if c.guard and c.kind is CriterionKind.TEST}
+    return {c.id for c in criteria if c.guard and (c.id, c.verify_ref) in approved}
+
+
+def unchanged_reason(unchanged: Sequence[str], criteria: list[Criterion]) -> str:
+    """The reason a run holds a submission whose new named tests pass on the baseline's code too."""
+    by_id = {c.id: c for c in criteria}
+    parts = []
+    for cid in unchanged:
+        c = by_id[cid]
+        note = " (its guard counts only on a criterion of an approved spec)" if c.guard else ""
+        parts.append(
+            f"{cid} passes without the change: its new test `{c.verify_ref}` passes on the baseline's code too{note}"
+        )
+    return "; ".join(parts)
+
+
+def _line(f: FailedCriterion) -> str:
+    if f.spec_error:
+        return f"{f.id} spec error (the spec's to fix, not the code's): {f.detail}".rstrip(": ")
+    return f"{f.id} {f.result}: {f.detail}".rstrip(": ")
+
+
+def _short(t: FailedTest) -> FailedTest:
+    message = t.message.strip()
+    if len(message) > TEST_MESSAGE_CHARS:
+        message = message[: TEST_MESSAGE_CHARS - 1].rstrip() + "…"
+    return FailedTest(name=t.name, message=message)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def submitted_failures(grading: GradingTree | None) -> list[str]:
     """Findings from the checks run on the submission's whole tree (its own test files in
     place): a failure there is the executor's to fix, never evidence."""
@@ -575,6 +725,10 @@ def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
     the run goes to a human, whatever else it found (that is named after)."""
     if tripwires is None or not tripwires.bent():
         return out
+    if out.verdict is Verdict.FAILED:
+        # The executor's failure goes back to it, as every hold that also applies does: named in
+        # its findings for the person who reads them.
+        return replace(out, findings=[*out.findings, f"also held for a human: {tripwire_reason(tripwires)}"])
     if out.verdict is Verdict.NEEDS_HUMAN:
         # Another rule holds it already (a changed harness, the screen's line): its reason,
         # and what it can be allowed as, stay first; the tripwire is named after.
@@ -587,63 +741,3 @@ def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
         why_human=WhyHuman.TRIPWIRE,
         self_report_mismatch=[],
     )
-
-
-def edited_diff(edited: Sequence[str], counted: Mapping[str, CriterionResult]) -> str:
-    """The diff of the restored test files (every criterion of a run restores the same ones)."""
-    for cid in edited:
-        r = counted[cid]
-        if r.restored is not None and r.restored.diff:
-            return r.restored.diff
-    return ""
-
-
-def _passed_before(c: Criterion, r: CriterionResult | None) -> bool:
-    """Whether the criterion's new named test passed on the baseline's code too."""
-    return (
-        c.kind is CriterionKind.TEST
-        and r is not None
-        and r.without_change is not None
-        and r.without_change.result is Evidence.PASS
-    )
-
-
-def honoured_guards(criteria: list[Criterion], spec: Spec | None) -> set[str]:
-    """The guard criteria whose guard counts: those of their approved spec, marked guard there
-    (approved by a human, or an architect for low risk, as a command criterion is). A guard an
-    agent put on a task's own criteria, or on a spec nobody approved, is no guard: otherwise an
-    executor could declare its own trivially passing test a guard."""
-    if spec is None or spec.approved_by is None:
-        return set()
-    approved = {(c.id, c.verify_ref) for c in spec.criteria if c.guard and c.kind is CriterionKind.TEST}
-    return {c.id for c in criteria if c.guard and (c.id, c.verify_ref) in approved}
-
-
-def unchanged_reason(unchanged: Sequence[str], criteria: list[Criterion]) -> str:
-    """The reason a run holds a submission whose new named tests pass on the baseline's code too."""
-    by_id = {c.id: c for c in criteria}
-    parts = []
-    for cid in unchanged:
-        c = by_id[cid]
-        note = " (its guard counts only on a criterion of an approved spec)" if c.guard else ""
-        parts.append(
-            f"{cid} passes without the change: its new test `{c.verify_ref}` passes on the baseline's code too{note}"
-        )
-    return "; ".join(parts)
-
-
-def _line(f: FailedCriterion) -> str:
-    if f.spec_error:
-        return f"{f.id} spec error (the spec's to fix, not the code's): {f.detail}".rstrip(": ")
-    return f"{f.id} {f.result}: {f.detail}".rstrip(": ")
-
-
-def _short(t: FailedTest) -> FailedTest:
-    message = t.message.strip()
-    if len(message) > TEST_MESSAGE_CHARS:
-        message = message[: TEST_MESSAGE_CHARS - 1].rstrip() + "…"
-    return FailedTest(name=t.name, message=message)
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"

@@ -96,6 +96,16 @@ class WithoutChange(BaseModel):
     files: list[str] = Field(default_factory=list, max_length=2000)  # the submission's test files kept
 
 
+class StubbedRun(BaseModel):
+    """A test criterion's named test run again with the body of every function the change added
+    or changed replaced by a raise (domain/stubs.py): a test that still passes there does not
+    exercise the change."""
+
+    model_config = ConfigDict(extra="forbid")
+    result: Evidence  # the criterion's evidence in the stubbed run
+    detail: str = Field(default="", max_length=20_000)
+
+
 class CriterionResult(BaseModel):
     model_config = ConfigDict(extra="forbid")
     result: Evidence
@@ -111,6 +121,10 @@ class CriterionResult(BaseModel):
     without_change: WithoutChange | None = None
     # The server's reading: it passed here and on the baseline's code too (no evidence of the change).
     passes_without_change: bool = False
+    # Set when the named tests ran with the changed functions stubbed out: how it did there.
+    stubbed: StubbedRun | None = None
+    # The server's reading: it passed with every changed function stubbed out too.
+    passes_stubbed: bool = False
 
 
 class ScreenHit(BaseModel):
@@ -196,6 +210,27 @@ class Tripwires(BaseModel):
 
 
 MAX_SCREENED = 200
+MAX_LOADING = 200
+
+
+class Sensitivity(BaseModel):
+    """The change-sensitivity run: the functions the change touched, stubbed out (`path: name`),
+    and what the run says of it when it did not apply (no function touched, no named test to
+    run again)."""
+
+    model_config = ConfigDict(extra="forbid")
+    functions: list[str] = Field(default_factory=list, max_length=500)
+    note: str = Field(default="", max_length=2000)
+
+
+class LoadingHit(BaseModel):
+    """One path the submission adds or changes that is loaded or run but cannot be read as
+    source, changes what gets loaded, or is a test file no runner collects (domain/loading.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=1000)
+    kind: str = Field(min_length=1, max_length=40)
+    why: str = Field(max_length=400)
 
 
 class RunReport(BaseModel):
@@ -229,6 +264,23 @@ class RunReport(BaseModel):
         max_length=MAX_SCREENED,
         description="Lines the submission adds that read or end their grader (the screen's hits): "
         "the run goes to a human.",
+    )
+    loading: list[LoadingHit] = Field(
+        default_factory=list,
+        max_length=MAX_LOADING,
+        description="Paths the submission adds or changes that the interpreter or runner loads but "
+        "the verifier cannot read as source, that change what gets loaded, or test files no runner "
+        "collects (domain/loading.py): the run goes to a human, the paths named.",
+    )
+    sensitivity: Sensitivity | None = Field(
+        default=None,
+        description="The change-sensitivity run: the functions stubbed out, or why it did not apply.",
+    )
+    missing_guards: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Guard criteria whose named test no test file of the baseline defines: a spec "
+        "error (a guard keeps existing behaviour, so its test must exist before the change).",
     )
     baseline: BaselineEvidence | None = Field(
         default=None,

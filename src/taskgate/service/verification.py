@@ -616,6 +616,8 @@ def finish(
                 h.model_copy(update={"text": plain(h.text)}).model_dump(mode="json") for h in report.screened
             ],
             "baseline": kept_baseline,
+            "loading": [h.model_dump(mode="json") for h in report.loading],
+            "sensitivity": report.sensitivity.model_dump(mode="json") if report.sensitivity else None,
         }
     )
     return _record(ctx, task, new, ev, run, done, project, spec, commit, error, now)

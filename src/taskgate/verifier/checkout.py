@@ -253,6 +253,14 @@ class Checkout:
                 )  # fmt: skip
             if self._descends_from(claimed.commit):
                 return Baseline(branch, tip, claimed.commit)
+            contained = ("merge-base", "--is-ancestor", self.head, claimed.commit)
+            if self.git(*contained, cwd=self.path, ok=True) is not None:
+                # The base branch held the submission before the task was claimed: it changes
+                # nothing (not every file against the empty tree).
+                return Baseline(
+                    branch, tip, self.head,
+                    f"the submission was already on {branch} when the task was claimed: it changes nothing",
+                )  # fmt: skip
             return Baseline(
                 branch, tip, None,
                 f"the submission is already on {branch} and the tip when it was claimed, "

@@ -30,10 +30,13 @@ from taskgate.verifier.steps import (
     commands,
     environment,
     grading,
+    guards,
     hidden,
+    loading,
     merge,
     review,
     screen,
+    sensitivity,
     tripwires,
     without_change,
 )
@@ -47,10 +50,13 @@ STEPS: tuple[Step, ...] = (
     caches.restore,
     review.diff,
     screen.read,  # the submission's own added lines: before the merge brings in the base's
+    loading.read,  # what the submission adds that is loaded but not readable as source
+    guards.check,  # a guard's named test must be the baseline's
     merge.merge,
     checks.clear,
     without_change.keep,  # the submission's files, before the grading tree replaces its test side
     grading.prepare,  # the checkout becomes the grading tree
+    sensitivity.prepare,  # a copy of it with the changed functions stubbed out
     hidden.place,  # a copy of it with only the hidden tests as tests
     tripwires.place,
     baseline.archive,
@@ -62,6 +68,8 @@ STEPS: tuple[Step, ...] = (
     checks.evidence,
     grading.run_submitted,
     hidden.run,
+    loading.uncollected,
+    sensitivity.run,
     without_change.run,
     commands.run,
     review.judge,

@@ -164,6 +164,15 @@ class Submitted:
     changed: list[str]  # the paths the submission changes against its baseline
 
 
+@dataclass(frozen=True)
+class StubbedTree:
+    """A copy of the tree that judges with the functions the change touched stubbed out, and
+    only the test files that define a named test."""
+
+    path: Path
+    functions: list[str]  # `path: name` of each function stubbed
+
+
 @dataclass
 class RunState:
     verifier: Verifier
@@ -178,7 +187,12 @@ class RunState:
     committed: set[str] = field(default_factory=set)  # checks whose report path the commit held
     grading_plan: Plan | None = None  # how the grading tree differs from the submission's
     submitted_tree: Path | None = None  # the submission's whole tree, where a second run needs it
+    # The reports of the run on the submission's whole tree: the only run that had every test
+    # file it adds (the grading run leaves the unnamed ones out).
+    submitted_reports: dict[str, Report] | None = None
+    changes: list[str] = field(default_factory=list)  # the paths the submission adds or changes (loading)
     submitted: Submitted | None = None
+    stubbed: StubbedTree | None = None  # the change-sensitivity run's tree
     placed: Placed | None = None  # the hidden tests, placed
     hidden_tree: Path | None = None  # where they run: the grading tree with no other test file
     written: list[Written] = field(default_factory=list)  # the tripwires in the grading tree

@@ -176,6 +176,7 @@ def run_submitted(state: RunState) -> None:
             started = run_checks(v, cfg, dirs, checks, " (the submission's tree)")
             reports = read_reports(v, cfg, where, checks, started, set())
         found = criteria_evidence(v, tests, cfg, reports, " (the submission's tree)")
+    state.submitted_reports = reports
     restored_tests = [p for p in plan.restore if is_test_path(p)]
     changed = grading.changed_expectations(
         state.reports.values(), reports.values(), restored_tests, str(state.checkout.path)

@@ -1,4 +1,6 @@
-"""New named tests must fail before the change. The files the submission changes are copied
+"""New named tests must fail before the change, where the change-sensitivity run
+(steps/sensitivity.py) could not tell: the change touches no function, or the stubbed run did not
+report the test. The files the submission changes are copied
 aside before the checks (after them, the checkout is whatever the checks made of it); after the
 first run and the second, each passing test criterion whose named test the submission wrote is
 run again: every check on the baseline's tree with the submission's test files put back. The
@@ -64,10 +66,16 @@ def run(state: RunState) -> None:
         r = results[c.id]
         if c.id in state.work.guards or r.result is not Evidence.PASS:
             continue  # a guard expects to pass before; what does not pass here holds nothing
+        if r.stubbed is not None and r.stubbed.result in (Evidence.PASS, Evidence.FAIL):
+            continue  # the stubbed run told whether the test notices the change: nothing to add
         found = matched_tests(state.reports, c.verify_ref or "")
         files = newtests.defining_files(found, sub.changed, root)
         if not files and newtests.unplaced(found):
-            files = {p for p in sub.changed if is_test_file(p)}
+            # The runner did not say where (node --test): the changed test files whose source
+            # defines the named test, never another runner's files that merely changed.
+            files = newtests.defining_sources(
+                c.verify_ref or "", {p: _text(sub.path / p) for p in sub.changed if is_test_file(p)}
+            )
         if not files:
             continue  # its test is in files the submission left as they were
         if plan is not None and files <= set(plan.restore):
@@ -90,6 +98,16 @@ def run(state: RunState) -> None:
         results[c.id] = results[c.id].model_copy(
             update={"without_change": WithoutChange(result=again.result, detail=again.detail, files=kept)}
         )
+
+
+def _text(path: Path) -> str | None:
+    """A kept file's text, or None (deleted, a link, not text)."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _on_baseline_code(state: RunState, sub: Submitted, kept: list[str]) -> dict[str, Report]:
