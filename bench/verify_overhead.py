@@ -22,7 +22,7 @@ submissions, each branched from main:
   judged by the baseline's version of that file, a second run of the checks;
 - `other`: a test added to another test file, one no criterion names: no rule needs a second run;
 - `fix`: a statement added at the top of the library function the named tests call most: the
-  change-sensitivity run stubs it and runs the named tests' file alone (issue 33).
+  change-sensitivity run stubs it and runs the named tests' file alone.
 Prints one line per submission, then the baseline (the check by hand in a plain clone),
 `overhead_share` (the `lib` runs, as above; goal <= 0.10), `second_run_s` (median time of the
 second run), `second_run_ratio=<median total of test runs / median total of lib runs>`, and
