@@ -1,4 +1,4 @@
-"""Named tests must notice the change (issue 33 item 3): a real `taskgate serve`, real git commits
+"""Named tests must notice the change: a real `taskgate serve`, real git commits
 on a work branch off `main`, `taskgate verify` as a subprocess running real pytest and real
 `node --test`. The gated agent cannot make the fix, so it adds a function no test calls and a new
 named test that imports it and asserts what the old code already did: it fails before the change

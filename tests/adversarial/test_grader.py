@@ -294,7 +294,7 @@ def test_a_grader_hook_that_does_not_make_the_check_pass_goes_back_with_the_hook
     live: Live, tmp_path: Path
 ) -> None:
     """pytest catches the failing test's error itself, so the excepthook never runs: the check
-    fails, which is the executor's (issue 33 item 6), and the screen's hit is in its findings."""
+    fails, which is the executor's, and the screen's hit is in its findings."""
     gate = calc_gate(live, tmp_path)
     tid = gate.task([ADD_CRITERION])
     submit_on_branch(gate, tid, {"calc.py": HOOKS_EXCEPTHOOK})
@@ -433,7 +433,7 @@ def test_node_code_that_reads_its_grader_goes_to_a_human_and_a_bin_file_may_exit
     submit_on_branch(gate, tid, {"lib/calc.js": NODE_CHEAT})
     task = verified(gate, tid)["task"]
     # The exit ends the test file early, so its named test is not reported passed: a failure goes
-    # back to the executor, the screen's hits named in its findings (issue 33 item 6).
+    # back to the executor, the screen's hits named in its findings.
     assert (task["status"], task["attempts_used"]) == ("ready", 1)
     reason = task["findings"][-1]["details"][-1]
     assert reason.startswith("also held for a human: the submission adds code that reads or ends its grader")

@@ -249,7 +249,7 @@ def test_each_default_protected_path_holds_the_run(
     gate, _ = _gate(live, tmp_path)
     tid = gate.task([KEEPS_DIGITS])
     # With the fix, so that the checks pass: the hold is what stands (a failing check would go
-    # back to the executor with the hold in its findings, issue 33 item 6; tested below).
+    # back to the executor with the hold in its findings; tested below).
     gate.submit(tid, gate.repo.commit({**files, "slug.py": SLUGIFY}, "harness"))
     line = _verify_one(gate)
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line

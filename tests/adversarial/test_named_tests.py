@@ -128,7 +128,7 @@ def test_the_test_file_made_a_link_is_restored_in_its_place(live: Live, tmp_path
     assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     task = gate.detail(tid)["task"]
     # The link is also a file the verifier cannot read as source (domain/loading.py): that hold
-    # names the path, and the reason says both rules (issue 33).
+    # names the path, and the reason says both rules.
     assert (task["needs_human"]["why"], task["needs_human"]["paths"]) == ("held", ["test_slug.py"])
     assert task["needs_human"]["reason"] == (
         "the submission adds files the verifier cannot read as source: test_slug.py (symlink to "

@@ -146,7 +146,7 @@ def test_the_fix_with_a_new_test_that_fails_on_the_baseline_verifies(live: Live,
     line = _verify(gate, tid, {"slug.py": SLUGIFY, "test_digits.py": DIGITS_TEST})
     assert (line["verdict"], line["task_status"]) == ("passed", "verified"), line
     # The stubbed run tells that the new test notices the change: the baseline's code need not run
-    # (issue 33: change sensitivity replaces rule 4's run where it tells).
+    # (change sensitivity replaces rule 4's run where it tells).
     assert "stubbed_run_s" in line["timings"] and "without_change_s" not in line["timings"]
     assert gate.detail(tid)["task"]["needs_human"] is None
     evidence = _run(gate, tid)["evidence"]["AC-1.1"]
@@ -165,7 +165,7 @@ def test_the_new_test_alone_without_the_fix_fails_the_run(live: Live, tmp_path: 
 
 
 def test_a_guard_criterion_passing_on_both_verifies(live: Live, tmp_path: Path) -> None:
-    """The guard's test is the baseline's (issue 33: a guard keeps existing behaviour); the change
+    """The guard's test is the baseline's (a guard keeps existing behaviour); the change
     touches slugify, which the guarded test need not notice."""
     repo = Repo.create(
         tmp_path / "repo",
@@ -190,7 +190,7 @@ def test_a_guard_criterion_passing_on_both_verifies(live: Live, tmp_path: Path) 
 
 
 def test_a_guard_whose_test_the_submission_adds_is_a_spec_error(live: Live, tmp_path: Path) -> None:
-    """Issue 33 item 6: a guard keeps behaviour the baseline has; a test the commit brings under
+    """A guard keeps behaviour the baseline has; a test the commit brings under
     the guard's name passes whatever. The ref is the spec's error: no attempt used."""
     gate = _gate(live, tmp_path)
     tid = gate.task([GUARD])

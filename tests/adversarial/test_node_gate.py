@@ -335,7 +335,7 @@ def _sent_back(gate: Gate, tid: str, line: dict[str, Any]) -> dict[str, Any]:
 
 def test_process_exit_added_in_library_code_goes_back_with_the_line_named(live: Live, tmp_path: Path) -> None:
     """The exit ends the named test's file early: the named test is not reported passed, a failure
-    the executor gets back (issue 33: a failure is the executor's), with the screen's hit named."""
+    the executor gets back (a failure is the executor's), with the screen's hit named."""
     gate = _gate(live, tmp_path)
     tid = _submit(gate, {"lib/slug.js": EXITS})
     line = _verify_one(gate)

@@ -1,4 +1,4 @@
-"""Honest verdicts where the gate's rules meet (issue 33 item 6): a real `taskgate serve`, real git,
+"""Honest verdicts where the gate's rules meet: a real `taskgate serve`, real git,
 `taskgate verify` as a subprocess running real pytest and real `node --test`.
 
 - A guard whose ref has a typo names a test the baseline does not hold: the executor's commit

@@ -1,4 +1,4 @@
-"""What the verifier cannot read is a human's call (issue 33 item 4): a real `taskgate serve`, real
+"""What the verifier cannot read is a human's call: a real `taskgate serve`, real
 git, `taskgate verify` as a subprocess running real pytest. The gated agent hides the fix where
 the screen does not read: committed bytecode that Python loads instead of the unchanged source, a
 source file that is a link, code in a test file no runner collects. Each run waits for a human

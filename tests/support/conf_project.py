@@ -15,7 +15,7 @@ CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
 RENAMED = "MAX_LIMIT = 10\n"
 RENAMED_TEST = "import conf\n\n\ndef test_max_limit():\n    assert conf.MAX_LIMIT == 10\n"
 # A module of its own that uses the limit, and its test: new behaviour whose test fails before
-# the change and when `doubled` is stubbed out (a guard's test must be the baseline's: issue 33).
+# the change and when `doubled` is stubbed out (a guard's test must be the baseline's).
 USE_PY = "import conf\n\n\ndef doubled():\n    return conf.LIMIT * 2\n"
 USES = "from use import doubled\n\n\ndef test_uses_limit():\n    assert doubled() == 20\n"
 RENAME = {"text": "the limit is MAX_LIMIT", "kind": "test", "verify_ref": "test_conf.test_max_limit"}

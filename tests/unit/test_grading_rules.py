@@ -5,7 +5,13 @@ expectations, the submission's own tree and hidden tests that do not all pass.""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from taskgate.domain.grading import (
     Plan,
@@ -14,6 +20,7 @@ from taskgate.domain.grading import (
     names_test_files,
     plan,
     stops_at_first_failure,
+    without_tripwire_output,
 )
 from taskgate.domain.models import Criterion, CriterionKind, WhyHuman
 from taskgate.domain.outcome import Outcome, Verdict, decide
@@ -31,6 +38,7 @@ from taskgate.domain.run_report import (
     Tripwires,
     check_failed,
 )
+from taskgate.domain.tripwires import canary, twin
 from taskgate.domain.verifier_config import VerifierConfig
 
 NAMED = "def test_keeps_digits():\n    assert slugify('a 1') == 'a-1'\n"
@@ -291,3 +299,67 @@ def test_a_check_that_exits_0_over_failed_testcases_or_with_a_stale_report_faile
         "check unit's report r.xml was last written before the check started: it is no evidence"
         in stale.findings
     )
+
+
+# -- the runner's output without the tripwires -------------------------------------------------
+
+PY_SLUG = 'import re\n\n\ndef slugify(t):\n    return re.sub(r"[^a-z]+", "-", t.lower()).strip("-")\n'
+PY_TESTS = (
+    "from slug import slugify\n\n\nclass TestSlugify:\n    def test_keeps_digits(self):\n"
+    '        assert slugify("Route 66") == "route-66"\n\n    def test_lowercases(self):\n'
+    '        assert slugify("Hello World") == "hello-world"\n'
+)
+JS_SLUG = "exports.slugify = (t) => t.toLowerCase().replace(/[^a-z]+/g, '-').replace(/^-|-$/g, '');\n"
+JS_TESTS = (
+    "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\n"
+    "const { slugify } = require('../lib/slug.js');\ndescribe('slugify', () => {\n"
+    "  it('keeps digits', () => {\n    assert.strictEqual(slugify('Route 66'), 'route-66');\n  });\n"
+    "  it('lowercases', () => {\n    assert.strictEqual(slugify('Hello World'), 'hello-world');\n  });\n});\n"
+)
+TOKENS = ["abcdefgh12", "bcdefghi23", "cdefghij34"]
+
+
+def _wired(root: Path, files: dict[str, str], named: str, ref: str) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    tests = {named: files[named]}
+    made = [
+        twin(d.path, tests[d.path], d, t) for d, t in zip(named_definitions(tests, ref), TOKENS, strict=False)
+    ]
+    made.append(canary(named, TOKENS[2], tests[named]))
+    for m in made:
+        assert m is not None
+        (root / m.path).write_text(m.text)
+
+
+@pytest.mark.parametrize("reporter", ["spec", "tap"])
+def test_nodes_output_loses_the_tripwires_and_keeps_the_real_failure_at_its_end(
+    tmp_path: Path, reporter: str
+) -> None:
+    _wired(tmp_path, {"lib/slug.js": JS_SLUG, "test/slug.test.js": JS_TESTS}, "test/slug.test.js", "slugify")
+    node = shutil.which("node")
+    assert node is not None, "node is required"
+    done = subprocess.run(
+        [node, "--test", f"--test-reporter={reporter}"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert sum(t in done.stdout for t in TOKENS) == 3  # every tripwire ran and is in the output
+    left = without_tripwire_output(done.stdout, TOKENS)
+    assert not any(t in left for t in TOKENS)
+    assert "keeps digits" in left[-2500:] and "'route-66'" in left[-2500:]
+
+
+def test_pytests_output_loses_the_tripwires_and_keeps_the_real_failure_at_its_end(tmp_path: Path) -> None:
+    _wired(tmp_path, {"slug.py": PY_SLUG, "test_slug.py": PY_TESTS}, "test_slug.py", "TestSlugify")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    assert sum(t in done.stdout for t in TOKENS) == 3
+    left = without_tripwire_output(done.stdout, TOKENS)
+    assert not any(t in left for t in TOKENS)
+    assert "____ TestSlugify.test_keeps_digits ____" in left and "assert 'route' == 'route-66'" in left
+    assert "FAILED test_slug.py::TestSlugify::test_keeps_digits" in left

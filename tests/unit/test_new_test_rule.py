@@ -230,7 +230,7 @@ def test_a_test_the_runner_does_not_place() -> None:
 
 
 def test_where_the_runner_says_not_where_only_a_file_defining_the_test_is_its_own() -> None:
-    """Issue 33 item 6: a node test the report does not place is defined by a changed JavaScript
+    """A node test the report does not place is defined by a changed JavaScript
     file that defines it, never by a Python test file that merely changed beside it."""
     node = (
         "const { describe, it } = require('node:test');\n"

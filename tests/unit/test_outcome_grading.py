@@ -1,4 +1,4 @@
-"""The outcome rule where issue 33's rules meet: a named test that passes with the change stubbed
+"""The outcome rule where the grading run's rules meet: a named test that passes with the change stubbed
 out, what the verifier cannot read as source, a guard whose test the baseline lacks, and which
 verdict wins when a failure, a hold and a spec error meet on one run."""
 

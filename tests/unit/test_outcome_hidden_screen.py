@@ -86,7 +86,7 @@ def test_a_screen_hit_goes_to_a_human_whether_the_run_passed_or_broke() -> None:
 
 
 def test_a_failing_run_with_a_screen_hit_goes_back_to_the_executor_naming_the_hit() -> None:
-    """Issue 33 item 6: a failure is the executor's; the hold that also applies is in its findings."""
+    """A failure is the executor's; the hold that also applies is in its findings."""
     out = _decide(screened=[HIT], config=CFG, checks={"unit": CheckResult(exit_code=1)})
     assert (out.verdict, out.summary, out.why_human) == (Verdict.FAILED, "1 check failed: unit", None)
     assert out.findings[0] == "check unit exited 1"

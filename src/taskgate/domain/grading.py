@@ -20,6 +20,7 @@ call. Pure: paths and texts in, decisions out.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -181,6 +182,44 @@ def stops_at_first_failure(command: str) -> str | None:
         if word in _STOPS or word.startswith(("--maxfail", "--bail=")):
             return word
     return None
+
+
+# -- the runner's output ----------------------------------------------------------------------
+
+# Where a runner starts the report of one failing test: pytest's `____ name ____` and its
+# `=== section ===` banners, node's spec reporter's `test at <file>:<line>:<col>`.
+_SECTION = re.compile(r"^(_{3,} .* _{3,}|={3,} .* ={3,}|test at \S+:\d+:\d+)\s*$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def without_tripwire_output(text: str, tokens: Sequence[str]) -> str:
+    """A check's output without what its runner wrote about the tripwires, so the end an executor
+    reads is its own tests': each section that starts with a line naming a token (to the next
+    section), each line naming one, and the lines indented under such a line."""
+    if not tokens:
+        return text
+    out: list[str] = []
+    dropping_section = False
+    under: int | None = None  # the indent of the last dropped line, while its block lasts
+    for line in text.splitlines(keepends=True):
+        named = any(t in line for t in tokens)
+        if _SECTION.match(line.rstrip("\n")):
+            dropping_section, under = named, None
+            if named:
+                continue
+        if dropping_section:
+            continue
+        if under is not None and (not line.strip() or _indent(line) > under):
+            continue
+        under = None
+        if named:
+            under = _indent(line)
+            continue
+        out.append(line)
+    return "".join(out)
 
 
 # -- changed expectations ---------------------------------------------------------------------

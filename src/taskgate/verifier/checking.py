@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from taskgate.domain.grading import without_tripwire_output
 from taskgate.domain.models import Criterion
 from taskgate.domain.reports import Report, ReportError
 from taskgate.domain.run_report import CheckResult, CriterionResult, EvidenceSource
@@ -43,10 +44,17 @@ def one_line(text: str, limit: int = 200) -> str:
 
 
 def run_checks(
-    v: Verifier, cfg: VerifierConfig, dirs: RunDirs, into: dict[str, CheckResult], label: str = ""
+    v: Verifier,
+    cfg: VerifierConfig,
+    dirs: RunDirs,
+    into: dict[str, CheckResult],
+    label: str = "",
+    tripwires: Sequence[str] = (),
 ) -> dict[str, float]:
     """Run every check in `dirs`, recording each result in `into`; returns when each started
-    (wall clock, as file times are). `label`: what this run is, said on its progress lines."""
+    (wall clock, as file times are). `label`: what this run is, said on its progress lines.
+    `tripwires`: their tokens, whose part of each check's output is left out of what is kept
+    (the end a finding quotes is the executor's tests')."""
     started: dict[str, float] = {}
     for name, check in cfg.checks.items():
         minutes = check.timeout_minutes or cfg.check_timeout_minutes
@@ -57,7 +65,7 @@ def run_checks(
         into[name] = CheckResult(
             exit_code=done.exit_code,
             timed_out=done.timed_out,
-            output_tail=tail(done.output),
+            output_tail=tail(without_tripwire_output(done.output, tripwires)),
             duration_ms=done.duration_ms,
             missing_tool=v.missing(check.command, done),
             runner=runner_line(done.head, done.output),

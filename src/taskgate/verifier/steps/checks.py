@@ -26,7 +26,8 @@ def run(state: RunState) -> None:
     v, cfg, dirs = state.verifier, state.config, state.dirs
     assert dirs is not None
     with state.timed("checks"):
-        state.started = run_checks(v, cfg, dirs, state.report.checks)
+        tokens = [w.tripwire.token for w in state.written]
+        state.started = run_checks(v, cfg, dirs, state.report.checks, tripwires=tokens)
     with state.timed("reports"):
         state.reports = read_reports(
             v, cfg, state.checkout.path, state.report.checks, state.started, state.committed

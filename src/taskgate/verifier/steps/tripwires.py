@@ -163,7 +163,7 @@ def _place(state: RunState) -> None:
 
 def read(state: RunState) -> None:
     """What each check reported of each tripwire; then the reports without them, and each
-    check's failing testcases counted without them (its output stays as the runner wrote it). A tripwire no report holds
+    check's failing testcases counted without them (checks.run kept its output without them). A tripwire no report holds
     is `missing` only where a report holds a named test it stands beside: a runner that wrote
     no report, or never started, is the checks' failure or the run's error, not a bent grader."""
     if state.report.tripwires is None:
