@@ -248,7 +248,8 @@ def test_a_changed_expectation_goes_to_a_human_with_the_diff() -> None:
         changed=[ChangedTest(test="test_slug.test_empty", files=["test_slug.py"])],
         diff="D",
     )
-    out = _decide(grading=grading, checks={"unit": CheckResult(exit_code=1, report_failed=1)})
+    failing = CheckResult(exit_code=1, report_failed=1, report_failed_names=["test_slug.test_empty"])
+    out = _decide(grading=grading, checks={"unit": failing})
     assert (out.verdict, out.why_human, out.diff) == (Verdict.NEEDS_HUMAN, WhyHuman.TESTS_EDITED, "D")
     assert out.summary.startswith("changed expectation: test_slug.test_empty fails with the baseline's")
 

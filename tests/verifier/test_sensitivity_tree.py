@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from taskgate.verifier.state import Gathered, RunState, Verifier, Work
-from taskgate.verifier.steps import baseline, checkout, guards, loading, merge, restored, screen, sensitivity
+from taskgate.verifier.steps import (
+    baseline,
+    checkout,
+    grading,
+    guards,
+    loading,
+    merge,
+    screen,
+    sensitivity,
+    without_change,
+)
 from tests.verifier.support import Repo
 
 CHECK = {"command": "pytest --junitxml=r.xml", "report": {"path": "r.xml", "format": "junit"}}
@@ -51,7 +61,8 @@ def _prepared(repo: Repo, sha: str, ref: str = "test_lib.test_lower", *, guard: 
         loading.read,
         guards.check,
         merge.merge,
-        restored.prepare,
+        without_change.keep,
+        grading.prepare,
         sensitivity.prepare,
     ):
         step(state)

@@ -20,6 +20,7 @@ call. Pure: paths and texts in, decisions out.
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -46,7 +47,7 @@ class Plan:
     """How the grading tree differs from the submission's tree. `restore`: test-side paths put
     back as the baseline has them; `remove`: test-side paths the baseline does not hold, taken
     out; `named`: new or changed test files kept as submitted because they define a named test
-    their baseline version does not. `unnamed`: the restored or removed paths that are not the
+    their baseline version does not, and the new helpers those import. `unnamed`: the restored or removed paths that are not the
     harness (test files, helpers, data): where there are any, the checks run once more on the
     submission's whole tree."""
 
@@ -110,7 +111,47 @@ def plan(
         (restore if path in at_baseline else remove).append(path)
         if not is_harness(path):
             unnamed.append(path)
-    return Plan(tuple(restore), tuple(remove), tuple(named), tuple(unnamed))
+    # A new helper a named test imports stays with it: without it the named test cannot even be
+    # collected. It adds nothing a named file could not do inline (the tripwires and the stubbed
+    # run judge what either does).
+    wanted = {m for path in named if (text := submitted_text(path)) is not None for m in imported(path, text)}
+    helpers = [p for p in remove if p not in harness and not is_harness(p) and _module(p) in wanted]
+    remove = [p for p in remove if p not in helpers]
+    unnamed = [p for p in unnamed if p not in helpers]
+    return Plan(tuple(restore), tuple(remove), tuple([*named, *helpers]), tuple(unnamed))
+
+
+_JS_IMPORT = re.compile(r"""(?:require\(\s*|\bfrom\s+|\bimport\s*\(?\s*)['"]([^'"]+)['"]""")
+
+
+def _module(path: str) -> str:
+    """The name a file is imported by: its file name without the suffix."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def imported(path: str, text: str) -> set[str]:
+    """The module names a test file imports (the last part of each: `tests.helpers` -> helpers;
+    JavaScript: `./helpers.js` -> helpers). Python is read with ast; text that does not parse
+    imports nothing."""
+    if path.endswith(PY_SUFFIXES):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return set()
+        out: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                out |= {a.name.rsplit(".", 1)[-1] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                if node.module:
+                    out.add(node.module.rsplit(".", 1)[-1])
+                if node.level:  # from . import helpers
+                    out |= {a.name for a in node.names}
+        return out
+    if path.endswith(JS_SUFFIXES):
+        return {_module(m) for m in _JS_IMPORT.findall(text) if m.startswith(".")}
+    return set()
 
 
 # -- named tests ------------------------------------------------------------------------------

@@ -368,8 +368,16 @@ def _decide(
     spec_said = _spec_reason(spec_errors, guard_errors, criteria)
     # What is the executor's to fix: a failing check, a hidden test, a criterion without evidence
     # (not a spec error, not a test the submission's edits make pass: a human judges those).
-    executor = [f for f in failed if not f.spec_error and f.id not in edited]
-    failing = bool(failing_checks or hidden_count or executor or own_tree)
+    # A changed expectation is a human's call, not the executor's failure: the checks and criteria
+    # whose only failures are the changed tests do not send the run back.
+    expected = _changed_names(grading)
+    executor = [
+        f
+        for f in failed
+        if not f.spec_error and f.id not in edited and not _only(counted[f.id].failures, expected)
+    ]
+    own_checks = [n for n in failing_checks if n in report_problems or not _explained(checks[n], expected)]
+    failing = bool(own_checks or hidden_count or executor or own_tree)
     holds: list[tuple[WhyHuman, str]] = []
     if held:
         # Whatever the checks said: a changed harness can make them say anything.
@@ -390,7 +398,7 @@ def _decide(
         if holds:
             summary += f"; and {hold_said}"
         if failing:
-            summary += f"; the run also failed: {_failure_summary(failing_checks, executor, hidden_count, checks, bool(own_tree))}"
+            summary += f"; the run also failed: {_failure_summary(own_checks, executor, hidden_count, checks, bool(own_tree))}"
         return Outcome(
             Verdict.SPEC_ERROR, summary, findings, [], counted, failed, failed_checks, hidden_failed
         )
@@ -404,7 +412,7 @@ def _decide(
             findings.append(spec_said)
         return Outcome(
             Verdict.FAILED,
-            _failure_summary(failing_checks, failed, hidden_count, checks, bool(own_tree)),
+            _failure_summary(own_checks, failed, hidden_count, checks, bool(own_tree)),
             findings,
             mismatch,
             counted,
@@ -440,6 +448,21 @@ def _decide(
     # Nothing the executor did failed; the spec names tests ambiguously. No mismatch either:
     # the executor's "pass" may be right.
     return Outcome(Verdict.SPEC_ERROR, spec_said, findings, [], counted, failed, [])
+
+
+def _changed_names(grading: GradingTree | None) -> set[str]:
+    return {c.test for c in grading.changed} if grading is not None else set()
+
+
+def _only(failures: Sequence[FailedTest], expected: set[str]) -> bool:
+    """Failures that are all changed expectations (and at least one)."""
+    return bool(failures) and bool(expected) and all(t.name in expected for t in failures)
+
+
+def _explained(check: CheckResult, expected: set[str]) -> bool:
+    """A failing check whose report names every failed test, each a changed expectation."""
+    names = check.report_failed_names
+    return bool(expected) and check.report_failed == len(names) and set(names) <= expected
 
 
 def _failure_summary(
@@ -725,10 +748,6 @@ def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
     the run goes to a human, whatever else it found (that is named after)."""
     if tripwires is None or not tripwires.bent():
         return out
-    if out.verdict is Verdict.FAILED:
-        # The executor's failure goes back to it, as every hold that also applies does: named in
-        # its findings for the person who reads them.
-        return replace(out, findings=[*out.findings, f"also held for a human: {tripwire_reason(tripwires)}"])
     if out.verdict is Verdict.NEEDS_HUMAN:
         # Another rule holds it already (a changed harness, the screen's line): its reason,
         # and what it can be allowed as, stay first; the tripwire is named after.
