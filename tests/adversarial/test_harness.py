@@ -267,20 +267,21 @@ def test_each_default_protected_path_holds_the_run(
     ), reason
 
 
-def test_a_harness_change_whose_check_fails_goes_back_to_the_executor_naming_the_hold(
-    live: Live, tmp_path: Path
-) -> None:
+def test_a_harness_change_is_held_even_where_its_check_fails(live: Live, tmp_path: Path) -> None:
+    """A changed harness is a human's call whatever the run says: the submission changed what a
+    run is built from. No attempt is used; the human reopens (the failure is in the findings)."""
     gate, _ = _gate(live, tmp_path)
     tid = gate.task([KEEPS_DIGITS])
     gate.submit(tid, gate.repo.commit({"lib/sitecustomize.py": "import os\n"}, "harness"))  # slugify broken
     line = _verify_one(gate)
-    assert (line["verdict"], line["task_status"]) == ("failed", "ready"), line
+    assert (line["verdict"], line["task_status"]) == ("needs_human", "needs_human"), line
     task = gate.detail(tid)["task"]
-    assert task["attempts_used"] == 1 and task["needs_human"] is None
+    assert task["attempts_used"] == 0 and task["needs_human"]["why"] == "held"
     # the loading rules see it too (imported at interpreter start): a protected path is named once
-    assert task["findings"][-1]["details"][-1] == (
-        "also held for a human: the submission changes protected paths: lib/sitecustomize.py"
-    )
+    assert task["needs_human"]["paths"] == ["lib/sitecustomize.py"]
+    assert task["needs_human"]["reason"].startswith(
+        "the submission changes protected paths: lib/sitecustomize.py"
+    ), task["needs_human"]["reason"]
 
 
 def test_another_table_of_pyproject_is_no_change_to_the_harness(live: Live, tmp_path: Path) -> None:

@@ -339,15 +339,12 @@ def test_process_exit_added_in_library_code_goes_back_with_the_line_named(live: 
     gate = _gate(live, tmp_path)
     tid = _submit(gate, {"lib/slug.js": EXITS})
     line = _verify_one(gate)
-    record = _held(gate, tid, line)
-    assert record["why"] == "reads_grader"
-    screen = (
-        "the submission adds code that reads or ends its grader (js.exit): "
+    finding = _sent_back(gate, tid, line)
+    assert finding["details"][-1] == (
+        "also held for a human: the submission adds code that reads or ends its grader (js.exit): "
         "lib/slug.js:2 [js.exit] `if (text === 'Route 66') process.exit(0);`. A human decides: send it "
         "back to the executor, or allow the rule for that path (verifier config screen_allow) and verify again"
     )
-    # The exit ends the twin's process with success too: the tripwire is named after the line.
-    assert record["reason"].startswith(screen + "; and the grader was bent: the twin `"), record["reason"]
     [run] = gate.detail(tid)["runs"]
     assert [(h["path"], h["line"], h["rule"]) for h in run["screened"]] == [("lib/slug.js", 2, "js.exit")]
 

@@ -235,10 +235,14 @@ def test_every_tripwire_failed_passes_and_one_that_did_not_goes_to_a_human_named
         tripwires=Tripwires(placed=[_wire("canary", "passed")]),
         results={"AC-1.1": PASSED.model_copy(update={"result": Evidence.FAIL})},
     )
-    assert canary.verdict is Verdict.NEEDS_HUMAN
-    assert canary.summary == (
-        "the grader was bent: the canary `canary_tw1` (it fails outright): it was reported passed; "
-        "and 1 criterion without positive evidence: AC-1.1"
+    # A failing run goes back to the executor; the bent tripwire is named in its findings.
+    assert (canary.verdict, canary.summary) == (
+        Verdict.FAILED,
+        "1 criterion without positive evidence: AC-1.1",
+    )
+    assert canary.findings[-1] == (
+        "also held for a human: the grader was bent: the canary `canary_tw1` (it fails outright): "
+        "it was reported passed"
     )
 
 

@@ -13,13 +13,12 @@ import subprocess
 from pathlib import Path
 
 from tests.mcp.live import Live
+from tests.support.conf_project import USE, USE_PY, USES
 from tests.support.terminal import at_terminal, no_terminal
 from tests.verifier.support import TASKGATE, Gate, Repo, git, pytest_config
 
 CONF = "LIMIT = 10\n"
 CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
-USES = "import conf\n\n\ndef test_uses_limit():\n    assert conf.LIMIT * 2 == 20\n"
-USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit", "guard": True}
 
 
 def _verified(live: Live, tmp_path: Path) -> tuple[Gate, str, str]:
@@ -31,7 +30,7 @@ def _verified(live: Live, tmp_path: Path) -> tuple[Gate, str, str]:
     tip0 = git(repo.path, "rev-parse", "HEAD")
     tid = gate.task([USE])
     git(repo.path, "checkout", "--quiet", "-b", "use")
-    sha = repo.commit({"test_use.py": USES}, "use")
+    sha = repo.commit({"use.py": USE_PY, "test_use.py": USES}, "use")
     git(repo.path, "checkout", "--quiet", "main")
     gate.submit(tid, sha)
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]

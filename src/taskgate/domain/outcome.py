@@ -380,7 +380,6 @@ def _decide(
     failing = bool(own_checks or hidden_count or executor or own_tree)
     holds: list[tuple[WhyHuman, str]] = []
     if held:
-        # Whatever the checks said: a changed harness can make them say anything.
         holds.append((WhyHuman.HELD, holding))
     if edited or changed:
         # A changed expectation: the behaviour change may be meant (a human's call), and
@@ -402,7 +401,10 @@ def _decide(
         return Outcome(
             Verdict.SPEC_ERROR, summary, findings, [], counted, failed, failed_checks, hidden_failed
         )
-    if failing:
+    # A changed harness or what the verifier cannot read stays a human's call whatever the run
+    # says (the submission changed what a run is built from); every other hold rides with a
+    # failure, which goes back to the executor.
+    if failing and not held:
         mismatch = []
         if submission is not None:
             mismatch = sorted(f.id for f in executor if submission.self_report.get(f.id) is SelfReport.PASS)
@@ -743,11 +745,21 @@ def tripwire_reason(tripwires: Tripwires) -> str:
     return "the grader was bent: " + "; ".join(parts)
 
 
+_ALSO = "also held for a human: "
+
+
 def _tripwires(out: Outcome, tripwires: Tripwires | None) -> Outcome:
     """A tripwire not reported failed means something bent the grader, whatever the mechanism:
-    the run goes to a human, whatever else it found (that is named after)."""
+    a run that would pass goes to a human (what else it found named after); a failing run goes
+    back to the executor with the tripwire in its findings."""
     if tripwires is None or not tripwires.bent():
         return out
+    if out.verdict is Verdict.FAILED:
+        # A failing run goes back to the executor, the bent tripwire named in its findings for
+        # whoever reads them (as every hold that also applies to a failure is).
+        held = [f for f in out.findings if f.startswith(_ALSO)]
+        rest = [f for f in out.findings if not f.startswith(_ALSO)]
+        return replace(out, findings=[*rest, _ALSO + tripwire_reason(tripwires), *held])
     if out.verdict is Verdict.NEEDS_HUMAN:
         # Another rule holds it already (a changed harness, the screen's line): its reason,
         # and what it can be allowed as, stay first; the tripwire is named after.

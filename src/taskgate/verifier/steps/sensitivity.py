@@ -30,6 +30,8 @@ from taskgate.verifier.checking import criteria_evidence, read_reports, run_chec
 from taskgate.verifier.checkout import CheckoutError, read_committed
 from taskgate.verifier.state import RunError, RunState, StubbedTree
 
+# What these extra runs are, on their progress lines: failing here is what an honest change does.
+STUBBED = " (changed functions stubbed out: expected to fail)"
 NO_FUNCTION = "the change touches no function (a constant, a data file): the check did not apply"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 # Directories never walked for test files: what is installed, not the project's tests.
@@ -199,14 +201,14 @@ def run(state: RunState) -> None:
         checks: dict[str, CheckResult] = {}
         dirs = state.stack.enter_context(v.sandbox.hand_over(tree.path))
         try:
-            started = run_checks(v, cfg, dirs, checks, label=" (stubbed)")
+            started = run_checks(v, cfg, dirs, checks, label=STUBBED)
             reports = read_reports(v, cfg, tree.path, checks, started, set())
         except RunError as exc:
             # A stub can hang a check or stop its report: the run could not tell, nothing more.
             state.say(f"change sensitivity: the stubbed run broke ({exc}); it tells nothing")
             _note(state, f"the stubbed run broke: {exc}")
             return
-        found = criteria_evidence(v, asked, cfg, reports, label=" (stubbed)")
+        found = criteria_evidence(v, asked, cfg, reports, label=STUBBED)
     untold = []
     for c in asked:
         again = found[c.id]

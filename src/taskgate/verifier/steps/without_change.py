@@ -23,6 +23,9 @@ from taskgate.verifier.checking import clear_reports, criteria_evidence, read_re
 from taskgate.verifier.state import RunState, Submitted
 from taskgate.verifier.trees import baseline_tree, occupied
 
+# What this extra run is, on its progress lines: a new test failing here is what it should do.
+BASELINE_CODE = " (the baseline's code: a new test is expected to fail)"
+
 
 def keep(state: RunState) -> None:
     """The files the submission changes, copied aside as the first run will see them, while
@@ -92,7 +95,7 @@ def run(state: RunState) -> None:
     with state.timed("without_change"):
         there = _on_baseline_code(state, sub, kept)
     news = [c for c in tests if c.id in wrote]
-    before = criteria_evidence(state.verifier, news, state.config, there)
+    before = criteria_evidence(state.verifier, news, state.config, there, BASELINE_CODE)
     for c in news:
         again = before[c.id]
         results[c.id] = results[c.id].model_copy(
@@ -130,6 +133,6 @@ def _on_baseline_code(state: RunState, sub: Submitted, kept: list[str]) -> dict[
         clear_reports(v, cfg, where)
         checks: dict[str, CheckResult] = {}
         with v.sandbox.lend(where) as there:
-            started = run_checks(v, cfg, there, checks)
+            started = run_checks(v, cfg, there, checks, BASELINE_CODE)
             # Read while the tree is still the check user's: a report must be its own.
             return read_reports(v, cfg, where, checks, started, set())
