@@ -565,6 +565,11 @@ class WaitingWork(Out):
         description="Batches a human asked to verify together, with a run to start (POST "
         "/api/verifier/projects/{project}/batches/{id}/runs), oldest first.",
     )
+    landing: list[str] = Field(
+        default_factory=list,
+        description="Projects whose landing queue has a step to start (POST "
+        "/api/verifier/projects/{project}/landing/runs).",
+    )
     projects: list[ProjectQueue] = Field(
         description="What waits in each project asked about (every project the key covers with "
         "verification on, or with submitted work): why there may be nothing to start."
@@ -726,3 +731,40 @@ class BatchFinishIn(In):
     conflict_task: str | None = Field(default=None, description="The task whose commit did not merge")
     conflict_paths: list[str] = Field(default_factory=list, max_length=10_000)
     error: str | None = Field(default=None, max_length=20_000)
+
+
+class LandingPrefixIn(In):
+    """One prefix of a landing step: `task_id` merged onto the ones before it in the chain."""
+
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
+    task_id: str = Field(min_length=1, max_length=200)
+    head: Sha | None = Field(default=None, description="The prefix's merge commit")
+    tree: Sha | None = None
+    already: bool = Field(default=False, description="Its commit was on the branch already")
+    reused: bool = Field(
+        default=False, description="Its tree is the one its own verdict was reached on: no run"
+    )
+    conflict_paths: list[str] = Field(default_factory=list, max_length=10_000)
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    results: dict[str, CriterionResult] = Field(default_factory=dict)
+
+
+class LandingEvidenceIn(In):
+    """What a landing step built on `tip` of `branch` and how each prefix did, in chain order
+    (up to the first that failed or did not merge); or the error that stopped it."""
+
+    controls_allowed = True
+
+    branch: str | None = Field(default=None, min_length=1, max_length=200)
+    tip: Sha | None = None
+    prefixes: list[LandingPrefixIn] = Field(default_factory=list, max_length=64)
+    error: str | None = Field(default=None, max_length=20_000)
+
+
+class LandingPushIn(In):
+    """What the push of the commit the server chose did: `pushed`, or refused and why."""
+
+    head: Sha
+    pushed: bool
+    why: str | None = Field(default=None, max_length=4000)

@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict
 from taskgate import telemetry
 from taskgate.domain.clock import iso
 from taskgate.domain.models import Project, Status
-from taskgate.service import batches, images, records, staleness
+from taskgate.service import batches, images, landing, records, staleness
 from taskgate.service.context import Context
 from taskgate.store.port import ConflictError, Item, Put, lapsed
 from taskgate.store.schema import IndexName
@@ -293,9 +293,10 @@ def queued(ctx: Context, project: str, up_to: int) -> int:
 
 
 def waiting(ctx: Context, project: str) -> bool:
-    """A submission waits, or a batch a human asked to verify together (which no stream record
-    announces: the scheduled sweep starts a verifier for it)."""
-    return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, ctx.project(project)))
+    """A submission waits, or a batch a human asked to verify together, or accepted work to
+    land (which no stream record announces: the scheduled sweep starts a verifier for them)."""
+    p = ctx.project(project)
+    return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, p)) or landing.has_work(ctx, p)
 
 
 def work(ctx: Context, project: Project, up_to: int) -> int:

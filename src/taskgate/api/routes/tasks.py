@@ -4,7 +4,7 @@ batch), reopen, cancel, resolve."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
@@ -27,8 +27,9 @@ from taskgate.api.schemas import (
 )
 from taskgate.domain.batches import Batch
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import Note, Status
-from taskgate.service import attestations, batches, review, tasks
+from taskgate.service import attestations, batches, landing, review, tasks
 
 H = Access.HUMAN
 TAGS = ("tasks",)
@@ -211,3 +212,39 @@ def resolve_task(task_id: str, body: ResolveIn) -> TaskOut:
 )
 def get_batch(project: str, batch_id: str) -> Batch:
     return batches.get(runtime.context(), caller(), project, batch_id)
+
+
+@route(
+    "GET",
+    "/api/projects/<project>/queue",
+    H,
+    summary="The project's landing queue: accepted tasks in the order they land, each one's state "
+    "(waiting, testing on top of the ones ahead, landing), the live step and the last few",
+    tags=TAGS,
+)
+def landing_queue(project: str) -> dict[str, Any]:
+    return landing.show(runtime.context(), caller(), project)
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/queue/head",
+    H,
+    summary="Move a task to the head of its landing queue (a hotfix), behind a push in flight",
+    tags=TAGS,
+)
+def queue_head(task_id: str) -> dict[str, Any]:
+    landing.hotfix(runtime.context(), caller(), task_id)
+    return landing.show(runtime.context(), caller(), parse_task_id(task_id)[0])
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/queue/leave",
+    H,
+    summary="Take a task out of its landing queue: it is verified again, neither accepted nor landed",
+    tags=TAGS,
+)
+def queue_leave(task_id: str) -> dict[str, Any]:
+    task = landing.leave(runtime.context(), caller(), task_id)
+    return {"task_id": task.id, "status": task.status.value}
