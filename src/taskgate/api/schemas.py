@@ -18,6 +18,7 @@ from taskgate.domain.baseline import DEFAULT_PROTECT, protect_globs
 from taskgate.domain.batches import Batch
 from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.landing import Landed
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     AgentRole,
@@ -203,6 +204,14 @@ class TaskOut(Out):
         default=None, description="The base the task's verdict holds for (null: none, or the commit alone)"
     )
     verified_on: str | None = Field(default=None, description="verified_base in words")
+    landed: Landed | None = Field(
+        default=None,
+        description="With landing on, once done: the commit its work landed as on the base branch, "
+        "its tree, the tip the push moved from and the run that verified that exact commit",
+    )
+    queue: QueuePlace | None = Field(
+        default=None, description="While landing: its place in the project's landing queue and its state"
+    )
     stale: bool = Field(
         default=False,
         description="Verified on a base tip that is no longer the base branch's: re-verification is due",
@@ -249,6 +258,12 @@ class TaskOut(Out):
         if merged["stale"] and base_tip is not None:
             merged["stale_note"] = stale_line(base_tip)
         return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
+
+
+class QueuePlace(Out):
+    position: int = Field(description="1 is the head of the queue: next to land")
+    of: int = Field(description="How many tasks the queue holds")
+    state: str = Field(description="waiting, testing (on top of the tasks ahead), or landing")
 
 
 class TaskCreate(In):

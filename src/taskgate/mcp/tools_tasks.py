@@ -27,7 +27,7 @@ from taskgate.mcp.args import (
 )
 from taskgate.mcp.identity import who
 from taskgate.mcp.registry import tool
-from taskgate.service import batches, brief, review, tasks
+from taskgate.service import batches, brief, landing, review, tasks
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 
 OwnCriteria = Annotated[
@@ -241,7 +241,9 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, acting, task_id, limit=limit, cursor=notes_cursor)
     history, next_history = tasks.history_page(ctx, acting, task_id, limit=limit, cursor=history_cursor)
     return views.TaskDetail(
-        task=views.task(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
+        task=views.task(
+            task, (p := ctx.project(task.project)).verification_on, p.base_tip, landing.place(ctx, task)
+        ),
         notes=[
             views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at) for n in notes
         ],

@@ -16,6 +16,7 @@ from taskgate.api.schemas import (
     BatchResult,
     CancelIn,
     NoteIn,
+    QueuePlace,
     ReopenIn,
     ResolveIn,
     TaskCreate,
@@ -98,7 +99,11 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, who, task_id, limit=limit, cursor=notes_cursor)
     runs = tasks.runs(ctx, who, task_id)
     return TaskDetail(
-        task=TaskOut.of(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
+        task=TaskOut.of(task, (p := ctx.project(task.project)).verification_on, p.base_tip).model_copy(
+            update={
+                "queue": QueuePlace.model_validate(place) if (place := landing.place(ctx, task)) else None
+            }
+        ),
         history=history,
         history_cursor=next_history,
         runs=runs,
