@@ -6,6 +6,7 @@ with the others back to ready without using an attempt."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import time
@@ -135,6 +136,59 @@ def test_accepted_work_lands_in_order_and_the_one_that_breaks_goes_back(live: Li
     assert gate.detail(dep)["task"]["status"] == "ready"
     assert live.ok("GET", f"/api/projects/{gate.project}/queue")["entries"] == []
     assert landing_lines(gate.verify_json()) == []
+    # each landing is signed, chained after the acceptance it carries out, and verifies offline
+    for tid in (alpha, rename, gamma):
+        landing = signed_landing(live, tmp_path, tid)
+        landed = gate.detail(tid)["task"]["landed"]
+        assert landing["subject"][0]["digest"] == {"gitCommit": landed["commit"]}
+        predicate = landing["predicate"]
+        assert (predicate["landedCommit"], predicate["tree"], predicate["fromTip"]) == (
+            landed["commit"],
+            landed["tree"],
+            landed["from_tip"],
+        )
+        assert predicate["verifiedBy"].get("run") == landed["run_id"]
+    assert signed_landing(live, tmp_path, alpha)["predicate"]["verifiedBy"]["reusedRun"] is not None
+    assert live.ok("GET", f"/api/projects/{gate.project}/audit")["ok"] is True
+
+
+def signed_landing(live: Live, tmp_path: Path, tid: str) -> dict[str, Any]:
+    """The task's signed statements verified with `taskgate attest verify` against the landed
+    commit; returns the last (the landing)."""
+    bundle = live.rest("GET", f"/api/tasks/{tid}/attestations").text
+    path, key = tmp_path / f"{tid}.jsonl", tmp_path / "key.pem"
+    path.write_text(bundle)
+    key.write_text(live.ok("GET", "/api/attestations/key")["pem"])
+    last = json.loads(base64.b64decode(json.loads(bundle.splitlines()[-1])["payload"]))
+    assert last["predicateType"] == "https://taskgate.dev/attestation/landing/v1"
+    done = subprocess.run(
+        [
+            TASKGATE,
+            "attest",
+            "verify",
+            str(path),
+            "--key",
+            str(key),
+            "--commit",
+            last["predicate"]["landedCommit"],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # a bundle without the acceptance it carries out does not verify
+    lines = bundle.splitlines()
+    path.write_text("\n".join(lines[:-2] + lines[-1:]) + "\n")
+    cut = subprocess.run(
+        [TASKGATE, "attest", "verify", str(path), "--key", str(key)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cut.returncode == 1, cut.stdout
+    return dict(last)
 
 
 def test_a_tip_moved_by_someone_else_mid_step_is_built_again_never_forced(live: Live, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from taskgate.domain.landing import Entry, Landed, Queue, Step, Tested
 from taskgate.domain.lifecycle import Action
 from taskgate.domain.merging import MergedBase
 from taskgate.domain.models import (
+    Attestation,
     Finding,
     FindingSource,
     Project,
@@ -35,7 +36,7 @@ from taskgate.domain.run_report import CheckResult, CriterionResult
 from taskgate.domain.specs import criteria_of
 from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.domain.verifier_config import VerifierConfig
-from taskgate.service import cascades, records, staleness
+from taskgate.service import attestations, cascades, records, staleness
 from taskgate.service.context import Context, put_event, put_task
 from taskgate.service.transitions import move
 from taskgate.service.verification import RUN_GRACE_MINUTES
@@ -478,6 +479,10 @@ def _apply(
             before = t.head
         new, ev = move(task, project, Action.LAND, who, now, changes={"landed": where},
                        commit=t.head, branch=branch, from_tip=where.from_tip, run=step.run_id)  # fmt: skip
+        signed = _signed(ctx, task, new, project.repo, where, runs, now)
+        if signed is not None:
+            new = new.model_copy(update={"attestation_head": attestations.payload_digest(signed.envelope)})
+            ops.append(Put(records.attestation_item(signed)))
         ops += [put_task(task, new), put_event(ev)]
         landed.append(new)
     sent_back: Task | None = None
@@ -530,6 +535,19 @@ def _apply(
     for done_task in landed:
         cascades.task_done(ctx, done_task)
     return new_q.recent[-1]
+
+
+def _signed(
+    ctx: Context, task: Task, new: Task, repo: str, where: Landed, runs: list[VerificationRun], now: datetime
+) -> Attestation | None:
+    """The landing's signed statement, binding the run that tested exactly that commit."""
+    if ctx.attestor is None:
+        return None
+    run = next((r for r in runs if r.id == where.run_id), None)
+    if run is None and where.run_id is not None:
+        item = ctx.store.get(*records.run_key(task.id, where.run_id))
+        run = records.load(VerificationRun, item) if item is not None else None
+    return attestations.for_landing(ctx.attestor, task=task, new=new, repo=repo, run=run, now=now)
 
 
 def _run_id(step: Step, task_id: str) -> str:
