@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.mcp.live import Live
+from tests.mcp.events import MODERN
+from tests.mcp.live import Live, agent, run
 from tests.support.conf_project import CONF, CONF_TEST, RENAME, RENAMED, RENAMED_TEST, USE, USES, on_branch
 from tests.verifier.support import PYTEST_CHECK, TASKGATE, Gate, Repo, git, pytest_config
 
@@ -55,6 +57,22 @@ def accept(live: Live, tid: str) -> dict[str, Any]:
     return out
 
 
+def cli(live: Live, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKGATE_")}
+    env |= {"TASKGATE_SERVER": live.base, "TASKGATE_TOKEN": live.admin_token}
+    return subprocess.run([TASKGATE, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def mcp_task(gate: Gate, tid: str) -> dict[str, Any]:
+    """The task as an agent reads it with get_task over MCP."""
+
+    async def go() -> dict[str, Any]:
+        async with agent(gate.live.mcp_url, gate.agent_key, MODERN) as a:
+            return dict((await a.ok("get_task", task_id=tid))["task"])
+
+    return run(go())
+
+
 def landing_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [x for x in lines if "landing" in x]
 
@@ -93,6 +111,13 @@ def test_accepted_work_lands_in_order_and_the_one_that_breaks_goes_back(live: Li
     queue = live.ok("GET", f"/api/projects/{gate.project}/queue")
     assert [e["task_id"] for e in queue["entries"]] == ids and queue["branch"] == "main"
     assert git(bare, "rev-parse", "main") == fork
+    shown = cli(live, "queue", "show", gate.project)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"landing queue of {gate.project} onto main:\n")
+    assert [line.split()[:2] for line in shown.stdout.splitlines()[2:6]] == [
+        [str(i + 1), t] for i, t in enumerate(ids)
+    ]
+    assert mcp_task(gate, gamma)["queue"] == "3 of 4, waiting"
 
     [line] = landing_lines(gate.verify_json())
     # alpha's tree on main's tip is the one it was verified on: its verdict stands, no run
@@ -120,6 +145,8 @@ def test_accepted_work_lands_in_order_and_the_one_that_breaks_goes_back(live: Li
         )
         before = commit
     assert gate.detail(gamma)["task"]["landed"]["commit"] == tip  # main's tip is what the records name
+    assert mcp_task(gate, gamma)["landed"] == f"main at {tip} (from {gained[1]})"
+    assert f"  landed on main at {tip} (from {gained[1][:12]})" in cli(live, "task", "show", gamma).stdout
     assert gate.detail(alpha)["task"]["landed"]["run_id"] is None  # reused: its own run
     assert gate.detail(rename)["task"]["landed"]["run_id"] is not None
     # main passes its checks at every commit it gained
