@@ -547,6 +547,9 @@ class Fleet:
     def human(self, first_round: bool) -> None:
         if self.lands:
             self.accept_to_land()
+            # A polling verifier is woken by the acceptances (the queue is work): it lands them
+            # now, not at the next round's verification.
+            self.verify()
             return
         while True:
             shown = self.statuses()

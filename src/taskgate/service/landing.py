@@ -526,7 +526,10 @@ def _apply(
         "culprit": sent_back.id if sent_back else None,
     }
     new_q = _ended(rules.without(q, gone), step, **done)
-    new_q = new_q.model_copy(update={"window": rules.resized(q, sent_back is not None), "errors_in_row": 0})
+    # The window moves on what a step decided: a clean landing widens it, a culprit narrows it;
+    # a refused push or nothing to land leaves it.
+    window = rules.resized(q, sent_back is not None) if n or sent_back else q.window
+    new_q = new_q.model_copy(update={"window": window, "errors_in_row": 0})
     ctx.commit([_put(new_q), *ops])
     moved = [t for t in step.tested[:n] if t.verdict != "already"]
     if moved and moved[-1].head is not None:
