@@ -1410,9 +1410,9 @@ class ModelMachine(RuleBasedStateMachine):
             return
         c = _caller(who)
         pushed = action == "step"
+        tip = self.model.tip_or_first()  # read before the model moves it: both sides build on it
 
         def model_fn(m: ref.Model) -> list[int]:
-            tip = m.tip_or_first()
             window = m.land_step(c, passes, pushed=pushed)
             landed = [x for x in window if m.tasks[x].status == ref.DONE]
             if landed:  # the server knows the tip from its own landing: prefix k's commit
@@ -1420,15 +1420,14 @@ class ModelMachine(RuleBasedStateMachine):
             return window
 
         def real_fn() -> dict[str, Any]:
-            return self._land_step(c, passes, pushed=pushed)
+            return self._land_step(c, passes, pushed=pushed, tip=tip)
 
         self.step(f"land_step(pushed={pushed})", c, model_fn, real_fn, where="queue")
 
-    def _land_step(self, c: ref.Caller, passes: list[bool], *, pushed: bool) -> dict[str, Any]:
+    def _land_step(self, c: ref.Caller, passes: list[bool], *, pushed: bool, tip: int) -> dict[str, Any]:
         """The verifier's side of one landing step, through the services: start, the evidence of
         each prefix (its check passing or not, its criteria's evidence), the push's answer."""
         work = landing.start_step(self.ctx, self.act(c), PROJECT)
-        tip = self.model.tip_or_first()
         prefixes = []
         for n, t in enumerate(work["tasks"]):
             ok = passes[n % len(passes)]
