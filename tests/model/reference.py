@@ -858,6 +858,8 @@ class Model:
             self._supersede(t)
             if t.claim is not None:
                 self._end_claim(t, "cancelled", False)
+            if t.status == LANDING:  # a cancel: it leaves the landing queue too
+                self.queue.remove(t.label)
             t.status = CANCELLED
         else:
             raise AssertionError(how)
