@@ -83,7 +83,7 @@ def enqueue(ctx: Context, project: Project, task: Task, who: Acting, now: dateti
     q = load(ctx, project.name)
     if len(q.entries) >= rules.MAX_QUEUE:
         raise TaskgateError(
-            ErrorCode.CONFLICT,
+            ErrorCode.WRONG_STATE,
             f"the landing queue of {project.name} holds {rules.MAX_QUEUE} tasks: let some land first",
         )
     sub, attempt = task.last_submission(), task.current_attempt()
@@ -109,7 +109,7 @@ def dequeue(ctx: Context, task: Task) -> list[StoreOp]:
     q = load(ctx, task.project)
     if task.id in q.pushing():
         raise TaskgateError(
-            ErrorCode.CONFLICT,
+            ErrorCode.WRONG_STATE,
             f"{task.id} is being pushed onto the base branch now; try again once the push is answered",
             current_status=task.status.value,
         )
@@ -157,7 +157,7 @@ def hotfix(ctx: Context, who: Acting, task_id: str) -> Queue:
         project, _task = _human(ctx, who, task_id)
         q = load(ctx, project)
         if task_id in q.pushing():
-            raise TaskgateError(ErrorCode.CONFLICT, f"{task_id} is being pushed onto the base branch now")
+            raise TaskgateError(ErrorCode.WRONG_STATE, f"{task_id} is being pushed onto the base branch now")
         new = rules.hotfix(q, task_id)
         ctx.commit([_put(new)])
         return new.model_copy(update={"version": q.version + 1})
