@@ -732,7 +732,12 @@ class Model:
             chk.need(self._acceptable(t), "E_WRONG_STATE", "not acceptable")
             # Silent: the setting lives in the verifier config, so it holds with verification
             # off too (no re-verification runs then: a human reopens, or switches it back on).
-            chk.need(self.accept_stale or not self.stale(t), "E_WRONG_STATE", "stale, re-verify first")
+            # With landing on, the landing queue re-checks a stale verdict before it lands.
+            chk.need(
+                self.accept_stale or not self.stale(t) or self.lands(),
+                "E_WRONG_STATE",
+                "stale, re-verify first",
+            )
             # Low-risk work in batches or from chat; medium and high one by one in the UI. The
             # risk is the spec's as it is now, even for a task whose own copy no longer follows
             # it (done or cancelled).

@@ -149,7 +149,13 @@ def accept_saying(
                     f"{task_id} was {together['said']}, and {known.base_tip.branch} is at "
                     f"{known.base_tip.tip[:12]} now: its verdict is stale"
                 )
-            if known.verifier_config is not None and not known.verifier_config.accept_stale:
+            # With landing on, the queue re-checks a stale verdict before it lands (stale tasks
+            # are not re-verified on their own then): accept_stale cannot wait for a run.
+            if (
+                known.verifier_config is not None
+                and not known.verifier_config.accept_stale
+                and not known.lands()
+            ):
                 raise TaskgateError(
                     ErrorCode.WRONG_STATE,
                     f"{warning}; this project accepts only after re-verification (accept_stale: false)",
