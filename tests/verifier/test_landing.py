@@ -300,3 +300,39 @@ def test_two_verifiers_racing_on_one_queue_land_each_entry_once(live: Live, tmp_
         task = gate.detail(tid)
         assert task["task"]["status"] == "done"
         assert [e["action"] for e in task["history"]].count("land") == 1
+
+
+def test_a_local_repository_with_main_checked_out_takes_the_push_only_over_a_clean_work_tree(
+    live: Live, tmp_path: Path
+) -> None:
+    repo = Repo.create(
+        tmp_path / "work", {"conf.py": CONF, "test_conf.py": CONF_TEST, ".gitignore": "reports/\n"}
+    )
+    gate = Gate.create(live, repo, {**pytest_config(), "land": True})
+    fork = git(repo.path, "rev-parse", "HEAD")
+    files, criterion = own_test("local")
+    tid = gate.task([criterion])
+    gate.submit(tid, on_branch(repo, "local", fork, files))
+    assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
+    accept(live, tid)
+    # someone is editing main's files in that work tree: the push would overwrite them
+    (repo.path / "conf.py").write_text("LIMIT = 11  # an edit in progress\n")
+    got = landing_lines(gate.verify_json())
+    assert len(got) == 1, [(x["outcome"], x["why"]) for x in got]
+    [line] = got
+    assert line["outcome"] == "refused" and line["pushed"] is False
+    assert line["why"] == (
+        "the repository has the branch checked out with changes in its work tree: waiting until it is clean"
+    )
+    assert git(repo.path, "rev-parse", "main") == fork
+    assert (repo.path / "conf.py").read_text() == "LIMIT = 11  # an edit in progress\n"  # untouched
+    assert gate.detail(tid)["task"]["status"] == "landing"
+    queue = live.ok("GET", f"/api/projects/{gate.project}/queue")
+    assert queue["recent"][-1]["why"] == line["why"]
+    # the edit is put away: the next step lands, and the work tree follows the branch
+    git(repo.path, "checkout", "--", "conf.py")
+    [line] = landing_lines(gate.verify_json())
+    assert line["outcome"] == "landed" and line["landed"] == [tid]
+    tip = git(repo.path, "rev-parse", "main")
+    assert gate.detail(tid)["task"]["landed"]["commit"] == tip
+    assert (repo.path / "test_local.py").exists() and git(repo.path, "status", "--porcelain") == ""

@@ -238,23 +238,34 @@ class LandingRunner(Verifier):
         if not is_remote(repo):
             target = str(Path(repo).expanduser().resolve())
             options = (_LOCAL_RECEIVE_PACK,)
-        done = co.git("push", "--quiet", "--porcelain", *options, target, f"{head}:refs/heads/{branch}", cwd=co.path, check=False, ok=True)  # fmt: skip
-        if done is not None:
+        refspec = f"{head}:refs/heads/{branch}"
+        # --porcelain: one line per ref, flagged (" " fast-forward, "*" new, "=" up to date,
+        # "!" rejected, with git's reason), whatever language git speaks otherwise.
+        said = co.git("push", "--porcelain", *options, target, refspec, cwd=co.path, check=False)
+        refs = [line for line in said.splitlines() if line.count("\t") >= 2]
+        if refs and all(line.split("\t", 1)[0].strip() in ("", "*", "=") for line in refs):
             self.progress(f"pushed {head[:12]} to {branch}")
             return True, None
-        why = co.git("push", "--porcelain", "--dry-run", *options, target, f"{head}:refs/heads/{branch}", cwd=co.path, check=False)  # fmt: skip
-        reason = _refusal(why)
+        rejected = next((line.split("\t")[-1] for line in refs if line.startswith("!")), said.strip())
+        reason = _refusal(rejected)
         self.progress(f"push of {head[:12]} to {branch} refused: {reason}")
         return False, reason
 
 
+# Why a push into a local repository with the branch checked out was refused: said to the server
+# (the step's `why`), and the worker waits for the next poll instead of building again at once.
+NOT_CLEAN = (
+    "the repository has the branch checked out with changes in its work tree: waiting until it is clean"
+)
+
+
 def _refusal(porcelain: str) -> str:
-    """Why git refused the push, in words: the tip moved, or a checked-out work tree not clean."""
+    """Why git refused the push, in words: a checked-out work tree not clean, or the tip moved."""
     text = porcelain.lower()
-    if "non-fast-forward" in text or "fetch first" in text or "rejected" in text:
+    if "unstaged" in text or "working directory" in text or "work tree" in text or "not clean" in text:
+        return NOT_CLEAN
+    if "non-fast-forward" in text or "fetch first" in text or "[rejected]" in text:
         return "the branch moved since the chain was built (not a fast-forward); built again on the new tip"
-    if "unstaged" in text or "working tree" in text or "dirty" in text or "updateinstead" in text:
-        return "the repository has the branch checked out with changes in its work tree: waiting until it is clean"
     return "the push was refused: " + (
         porcelain.strip().splitlines()[-1] if porcelain.strip() else "no reason given"
     )

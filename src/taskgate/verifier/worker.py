@@ -26,7 +26,7 @@ from taskgate.verifier.batch import BatchRunner
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
-from taskgate.verifier.landing import LandingRunner
+from taskgate.verifier.landing import NOT_CLEAN, LandingRunner
 from taskgate.verifier.process import scrubbed_env
 from taskgate.verifier.sandbox import Sandbox
 from taskgate.verifier.state import Gathered, Verifier
@@ -579,6 +579,8 @@ class Worker:
             refused_in_row = refused_in_row + 1 if line["outcome"] == "refused" else 0
             if line["outcome"] in ("error", "nothing") or refused_in_row >= FINISH_TRIES:
                 return lines
+            if line["outcome"] == "refused" and line["why"] == NOT_CLEAN:
+                return lines  # a person's work tree: tried again at the next poll, not at once
 
     def _about_image(self, task_id: str, image: str | None) -> None:
         """A config's image is for the cloud's containers; a verifier outside one (no
