@@ -14,9 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run
 from tests.support.conf_project import CONF, CONF_TEST, RENAME, RENAMED, RENAMED_TEST, USE, USES, on_branch
+from tests.support.users import IS_ROOT, NOBODY, ensure_user
 from tests.verifier.support import PYTEST_CHECK, TASKGATE, Gate, Repo, git, pytest_config
 
 
@@ -336,3 +339,31 @@ def test_a_local_repository_with_main_checked_out_takes_the_push_only_over_a_cle
     tip = git(repo.path, "rev-parse", "main")
     assert gate.detail(tid)["task"]["landed"]["commit"] == tip
     assert (repo.path / "test_local.py").exists() and git(repo.path, "status", "--porcelain") == ""
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a work tree of another user needs the suite to run as root")
+def test_a_root_verifier_never_updates_a_work_tree_of_another_user(live: Live, tmp_path: Path) -> None:
+    """The gated agent owns the checkout and its config: a smudge filter there would run as root
+    if the verifier updated that work tree. It does not: the step says why and lands nothing."""
+    repo = Repo.create(
+        tmp_path / "work", {"conf.py": CONF, "test_conf.py": CONF_TEST, ".gitignore": "reports/\n"}
+    )
+    gate = Gate.create(live, repo, {**pytest_config(), "land": True})
+    fork = git(repo.path, "rev-parse", "HEAD")
+    planted = tmp_path / "ran-as-root"
+    files, criterion = own_test("owned")
+    tid = gate.task([criterion])
+    gate.submit(tid, on_branch(repo, "owned", fork, {**files, ".gitattributes": "* filter=evil\n"}))
+    assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
+    accept(live, tid)
+    git(repo.path, "config", "filter.evil.smudge", f"touch {planted}; cat")
+    agent_user = ensure_user(NOBODY)
+    subprocess.run(["chown", "-R", f"{agent_user.pw_uid}:{agent_user.pw_gid}", str(repo.path)], check=True)
+    [line] = landing_lines(gate.verify_json())
+    assert line["outcome"] == "refused" and line["why"] == (
+        "the repository's work tree belongs to another user than the verifier's: updating it would run "
+        "that repository's git configuration as the verifier; land through a bare repository instead"
+    )
+    assert not planted.exists()
+    assert git(repo.path, "-c", "safe.directory=*", "rev-parse", "main") == fork
+    assert gate.detail(tid)["task"]["status"] == "landing"

@@ -12,6 +12,7 @@ read; one with the branch checked out takes the push only when its work tree is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from taskgate.verifier.steps.commands import run_commands
 # A local repository is pushed to with its hooks and its own receive settings out of the way: its
 # config is the agent's. updateInstead moves a checked-out branch only over a clean work tree.
 _LOCAL_RECEIVE_PACK = (
-    "--receive-pack=git -c core.hooksPath=/dev/null -c 'safe.directory=*' "
+    "--receive-pack=git -c core.hooksPath=/dev/null -c 'safe.directory=*' -c core.fsmonitor=false "
     "-c receive.denyCurrentBranch=updateInstead -c receive.denyNonFastForwards=true receive-pack"
 )
 # The first-parent commits searched for the merge of an entry found on the branch already.
@@ -236,7 +237,13 @@ class LandingRunner(Verifier):
         options: tuple[str, ...] = ()
         target = repo
         if not is_remote(repo):
-            target = str(Path(repo).expanduser().resolve())
+            local = Path(repo).expanduser().resolve()
+            # Updating a work tree runs what its repository's config names (filters, its
+            # worktree setting): another user's, never as the verifier.
+            if (local / ".git").exists() and local.stat().st_uid != os.geteuid():
+                self.progress(f"push of {head[:12]} to {branch} not tried: {NOT_OWNER}")
+                return False, NOT_OWNER
+            target = str(local)
             options = (_LOCAL_RECEIVE_PACK,)
         refspec = f"{head}:refs/heads/{branch}"
         # --porcelain: one line per ref, flagged (" " fast-forward, "*" new, "=" up to date,
@@ -256,6 +263,12 @@ class LandingRunner(Verifier):
 # (the step's `why`), and the worker waits for the next poll instead of building again at once.
 NOT_CLEAN = (
     "the repository has the branch checked out with changes in its work tree: waiting until it is clean"
+)
+
+
+NOT_OWNER = (
+    "the repository's work tree belongs to another user than the verifier's: updating it would run "
+    "that repository's git configuration as the verifier; land through a bare repository instead"
 )
 
 

@@ -26,7 +26,7 @@ from taskgate.verifier.batch import BatchRunner
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
-from taskgate.verifier.landing import NOT_CLEAN, LandingRunner
+from taskgate.verifier.landing import NOT_CLEAN, NOT_OWNER, LandingRunner
 from taskgate.verifier.process import scrubbed_env
 from taskgate.verifier.sandbox import Sandbox
 from taskgate.verifier.state import Gathered, Verifier
@@ -579,7 +579,7 @@ class Worker:
             refused_in_row = refused_in_row + 1 if line["outcome"] == "refused" else 0
             if line["outcome"] in ("error", "nothing") or refused_in_row >= FINISH_TRIES:
                 return lines
-            if line["outcome"] == "refused" and line["why"] == NOT_CLEAN:
+            if line["outcome"] == "refused" and line["why"] in (NOT_CLEAN, NOT_OWNER):
                 return lines  # a person's work tree: tried again at the next poll, not at once
 
     def _about_image(self, task_id: str, image: str | None) -> None:
