@@ -73,7 +73,7 @@ MERGE_MOVES = {
 }
 
 
-# The landing queue's moves that succeeded (issue 34): steps that landed or sent a culprit back,
+# The landing queue's moves that succeeded: steps that landed or sent a culprit back,
 # refused pushes, accepts into the queue, entries taken out or moved to the head.
 LANDING_MOVES = {
     "land_step": "land_step(pushed=True)",

@@ -241,7 +241,7 @@ class Model:
     # re-verification has run (issue text: "refuse it until the re-verification has run").
     accept_stale: bool = True
     # The verifier config's "land": true: accepted work waits in the landing queue (in order)
-    # until a landing step puts it on main (issue 34).
+    # until a landing step puts it on main.
     land: bool = False
     queue: list[int] = field(default_factory=list)
     window: int = 4
