@@ -27,6 +27,12 @@ with a finding. Rounds repeat until every task has landed with main green, or --
 together, then the rest); the smoke run takes 3 of them through one round of `merge` and of
 `merge-batch`.
 
+`land` (not run by default) is `merge` with the verifier config's `land: true`: the human accepts
+every verified task (oldest verdict first, stale or not) and taskgate lands it: accepted tasks
+wait in the landing queue, `taskgate verify` tests each on top of the ones ahead of it and pushes
+main (a local repository with main checked out, clean: updateInstead) to exactly the commit it
+tested. Afterwards main's checks are run at every commit it gained.
+
 `merge-batch` (not run by default) is `merge` with a hastier human: each round, every verified
 task is accepted in one batch, stale verdicts included (the server accepts them and says they are
 stale, accept_stale being true by default), then all are landed.
@@ -36,7 +42,9 @@ accepted tasks conflicted at landing or broke main), then:
     broke_main_none=<n>  broke_main_merge=<n> (goal 0)
     stale_runs_per_accepted=<re-verification runs per accepted task, merge mode>
     runs_ratio=<verification runs per landed task, merge / none>
-and, with merge-batch, `broke_main_merge_batch=<n> stale_warnings=<n>`.
+and, with merge-batch, `broke_main_merge_batch=<n> stale_warnings=<n>`; with land,
+    runs_per_landed_land=<verification runs per landed task> broke_main_land=<commits main gained
+    whose checks fail> landed_is_verified=<k>/<landed> accept_to_landed_p50_s=<s>
 """
 
 from __future__ import annotations
@@ -308,6 +316,9 @@ class Tally:
     wall_s: float = 0.0
     broke: list[str] = field(default_factory=list)
     said: dict[str, str] = field(default_factory=dict)  # the first verifier finding of each kind
+    landed_verified: int = 0  # land: landed commits that are the commit the queue tested (or reused)
+    accept_to_landed_s: list[float] = field(default_factory=list)
+    check_s: list[float] = field(default_factory=list)  # land: one check run's duration, each run
 
     def line(self) -> str:
         per = self.runs / self.landed if self.landed else float("nan")
@@ -339,7 +350,11 @@ class Fleet:
                                       "verifier_kind": "local", "projects": [self.project]})["key"]  # fmt: skip
         check = {"command": CHECK, "report": {"path": "reports/junit.xml", "format": "junit"}}
         self.batch = mode.endswith("-batch")
-        config = {"check_timeout_minutes": 2, "checks": {"unit": check}, "merge": mode.removesuffix("-batch")}
+        self.lands = mode == "land"
+        config: dict[str, Any] = {"check_timeout_minutes": 2, "checks": {"unit": check},
+                                  "merge": "merge" if self.lands else mode.removesuffix("-batch")}  # fmt: skip
+        if self.lands:
+            config["land"] = True
         live.rest("PUT", f"/api/projects/{self.project}/verifier-config", config)
         live.rest("PUT", f"/api/projects/{self.project}/verification", {"on": True})
         self.ids: list[str] = []
@@ -461,7 +476,81 @@ class Fleet:
         self.live.rest("POST", f"/api/verifier/projects/{self.project}/base",
                        {"ref": "refs/heads/main", "after": tip}, token=self.verifier_key)  # fmt: skip
 
+    def accept_to_land(self) -> None:
+        """The human with landing on: accept every verified task, oldest verdict first; taskgate
+        lands them (the next `taskgate verify`)."""
+        for tid, t in self.statuses().items():
+            if t["status"] == "needs_human":
+                self.live.rest("POST", f"/api/tasks/{tid}/resolve", {"resolution": "requeue"})
+                self.tally.requeued += 1
+        shown = self.statuses()
+        for t in sorted(
+            (t for t in shown.values() if t["status"] == "verified"), key=lambda t: t["status_changed_at"]
+        ):
+            self.live.rest("POST", f"/api/tasks/{t['id']}/accept")
+            self.tally.accepted += 1
+
+    def settle_landed(self) -> None:
+        """Land mode: the tasks done are the ones on main."""
+        for tid, t in self.statuses().items():
+            if t["status"] == "done":
+                self.landed.add(tid)
+        self.tally.landed = len(self.landed)
+
+    def audit_main(self, start: str) -> None:
+        """Land mode: main's checks at every commit it gained (in a scratch clone), and whether
+        each landed task's commit is on main and is the commit its landing run tested."""
+        scratch = self.work / f"audit-{self.mode}"
+        git(self.work, "clone", "--quiet", str(self.repo), str(scratch))
+        gained = git(scratch, "rev-list", "--first-parent", "--reverse", f"{start}..origin/main").split()
+        for commit in gained:
+            git(scratch, "checkout", "--quiet", "--detach", commit)
+            done = subprocess.run(CHECK, shell=True, cwd=scratch, capture_output=True, text=True,
+                                  env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))  # fmt: skip
+            if done.returncode != 0:
+                self.tally.broke_main += 1
+                self.tally.broke.append(f"main at {commit[:12]} fails its checks")
+        on_main = set(gained)
+        for tid in self.landed:
+            detail = self.task(tid)
+            landed = detail["task"]["landed"]
+            tree = git(scratch, "rev-parse", f"{landed['commit']}^{{tree}}")
+            runs = {r["id"]: r for r in detail["runs"]}
+            tested = runs.get(landed.get("run_id") or "")
+            reused = runs.get(landed.get("reused_run") or "")
+            ok = (
+                landed["commit"] in on_main
+                and tree == landed["tree"]
+                and (
+                    (
+                        tested is not None
+                        and tested["status"] == "passed"
+                        and (tested.get("base") or {}).get("tree") == tree
+                    )
+                    or (
+                        reused is not None
+                        and reused["status"] == "passed"
+                        and (reused.get("base") or {}).get("tree") == tree
+                    )
+                )
+            )
+            self.tally.landed_verified += ok
+            events = {e["action"]: e["at"] for e in detail["history"]}
+            if "accept" in events and "land" in events:
+                self.tally.accept_to_landed_s.append(seconds(events["land"]) - seconds(events["accept"]))
+            for r in detail["runs"]:
+                ms = ((r.get("checks") or {}).get("unit") or {}).get("duration_ms")
+                if ms:
+                    self.tally.check_s.append(ms / 1000)
+        shutil.rmtree(scratch, ignore_errors=True)
+
     def human(self, first_round: bool) -> None:
+        if self.lands:
+            self.accept_to_land()
+            # A polling verifier is woken by the acceptances (the queue is work): it lands them
+            # now, not at the next round's verification.
+            self.verify()
+            return
         while True:
             shown = self.statuses()
             for tid, t in shown.items():
@@ -498,7 +587,10 @@ class Fleet:
 
     def run(self, rounds: int) -> Tally:
         began = time.monotonic()
+        start = git(self.repo, "rev-parse", "main")
         for r in range(rounds):
+            if self.lands:
+                self.settle_landed()
             shown = self.statuses()
             if all(tid in self.landed for tid in self.ids):
                 break
@@ -508,8 +600,14 @@ class Fleet:
                 self.agents_work(ready)
             runs = self.verify()
             self.human(first_round=r == 0)
+            if self.lands and not ready and not runs:
+                break  # nothing moved: what is left waits for something a round cannot give
             print(f"  {self.mode} round {r + 1}: {len(ready)} submitted, {len(runs)} runs, "
                   f"{len(self.landed)} landed", file=sys.stderr, flush=True)  # fmt: skip
+        if self.lands:
+            self.verify()  # the last acceptances land
+            self.settle_landed()
+            self.audit_main(start)
         self.tally.wall_s = time.monotonic() - began
         for tid in self.ids:
             detail = self.task(tid)
@@ -524,6 +622,13 @@ class Fleet:
                 self.tally.conflict_runs += run["status"] == "conflict"
                 self.tally.failed_runs += run["status"] == "failed"
         return self.tally
+
+
+def seconds(at: str) -> float:
+    """An ISO time from the API, as seconds."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
 
 
 def main() -> None:
@@ -562,6 +667,18 @@ def main() -> None:
             print(f"stale_runs_per_accepted={merge.reverify_runs / max(1, merge.accepted):.2f}")
         if hasty is not None:
             print(f"broke_main_merge_batch={hasty.broke_main} stale_warnings={hasty.stale_warnings}")
+        landing = tallies.get("land")
+        if landing is not None:
+            waits = sorted(landing.accept_to_landed_s)
+            p50 = waits[len(waits) // 2] if waits else float("nan")
+            checks = sorted(landing.check_s)
+            check = checks[len(checks) // 2] if checks else float("nan")
+            print(
+                f"runs_per_landed_land={landing.runs / max(1, landing.landed):.2f} "
+                f"broke_main_land={landing.broke_main} "
+                f"landed_is_verified={landing.landed_verified}/{landing.landed} "
+                f"accept_to_landed_p50_s={p50:.1f} check_p50_s={check:.1f}"
+            )
         if none is not None and merge is not None and none.landed and merge.landed:
             print(f"runs_ratio={(merge.runs / merge.landed) / (none.runs / none.landed):.2f}")
     finally:

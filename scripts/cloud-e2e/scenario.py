@@ -316,6 +316,7 @@ class Served:
                 "daemon",
                 f"--base-path={root}",
                 "--export-all",
+                "--enable=receive-pack",  # the landing step's push, as a git host would take it
                 "--reuseaddr",
                 "--listen=127.0.0.1",
                 f"--port={port}",
@@ -859,9 +860,40 @@ def accepted(s: State, notes: dict[str, str]) -> None:
     notes["task"] = f"{s.first} done by human:alice; {len(lines)} signed statements verify offline"
 
 
-# -- landing: taskgate pushing accepted work to the project's repository ---------------------
-# Its step function goes here, and its line in main()'s plan after the human acceptance.
-# -------------------------------------------------------------------------------------------
+def landed(s: State, notes: dict[str, str]) -> None:
+    """With `land: true` an accepted task joins the landing queue; the queue's stream record wakes
+    a draining verifier task, which merges it onto main's tip, tests it there and pushes that
+    exact commit to the project's repository as a fast-forward: `done` means on main."""
+    assert s.repo is not None
+    stack = s.stack
+    config = WORK / "verifier-land.json"
+    config.write_text(json.dumps({**VERIFIER_CONFIG, "land": True}))
+    stack.cli("verifier-config", "set", s.project, "--file", str(config), "--yes")
+    tid = new_task(s)
+    tip = git(s.repo, "rev-parse", "main")
+    # Off main: the repository's checked-out branch is never the one a push moves.
+    git(s.repo, "checkout", "--quiet", "-B", "to-land", tip)
+    sha = commit(s.repo, {"slug.py": SLUG_PY, "test_slug.py": TEST_SLUG_PY}, "keep digits, to land")
+    submit(s, tid, sha)
+    detail = stack.wait_for(
+        "verified", status_is(s, tid, "verified", "ready", "needs_human"), VERIFY_TIMEOUT_S
+    )
+    check(detail["task"]["status"] == "verified", f"{tid} is {detail['task']['status']}")
+    stack.cli("task", "accept", tid, "--yes")
+    check(stack.task(tid)["task"]["status"] in ("landing", "done"), "the accept did not queue it")
+    detail = stack.wait_for("landed", status_is(s, tid, "done", "ready", "needs_human"), VERIFY_TIMEOUT_S)
+    task = detail["task"]
+    check(
+        task["status"] == "done" and task.get("landed"), f"{tid} is {task['status']}: {task.get('findings')}"
+    )
+    on_main = git(s.repo, "rev-parse", "main")
+    check(
+        on_main == task["landed"]["commit"], f"main is {on_main}, the record says {task['landed']['commit']}"
+    )
+    check(task["landed"]["from_tip"] == tip, f"moved from {task['landed']['from_tip']}, not {tip}")
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", sha, on_main], cwd=s.repo, check=False)
+    check(ancestor.returncode == 0, "the submitted commit is not in main's history")
+    notes["landed"] = f"{tid} on main at {on_main[:12]} (a fast-forward from {tip[:12]})"
 
 
 def lifecycles(s: State, notes: dict[str, str]) -> None:
@@ -937,8 +969,7 @@ def main() -> int:
                 ("the lapsed lease settled by the scheduled sweeper", lease_swept, (lease,)),
                 ("the nightly run reads a moved base and verifies again", nightly, (ok,)),
                 ("a human accepts (the CLI); both signatures check offline", accepted, (ATTESTED,)),
-                # -- landing: taskgate pushing the accepted work to the project's repository --
-                # (its step goes here, after the human acceptance, once landing exists)
+                ("landing: the accepted work pushed to main by the verifier task", landed, (ATTESTED,)),
                 ("DynamoDB requests per lifecycle", lifecycles, (jwt,)),
             ]
             for name, run, needs in plan:

@@ -17,10 +17,10 @@ import pytest
 
 from taskgate.api.access import ROUTES, Access, RouteSpec
 from taskgate.domain.models import CredentialKind
-from taskgate.domain.run_report import Evidence
-from taskgate.service import batches, keys, verification
+from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence
+from taskgate.service import batches, keys, landing, projects, review, verification
 from tests.api.support import CALLERS, NO_BODY, Env
-from tests.support.evidence import BASE0, run_verifier
+from tests.support.evidence import BASE0, CONFIG, run_verifier
 from tests.support.world import dump
 
 
@@ -377,6 +377,83 @@ def _finish_batch_run(env: Env, caller: str) -> Req:
     return Req(
         f"/api/verifier/projects/{TOGETHER}/batches/{batch_id}/runs/{step.work['run_id']}/finish",
         {"branch": "main", "tip": "c" * 40, "checks": {"unit": {"exit_code": 0}}, "results": results},
+    )
+
+
+def _landing(env: Env) -> tuple[str, str]:
+    """A project of its own that lands accepted work (each cell's queue stands alone), with one
+    verified task accepted into its landing queue: (project, task)."""
+    project = env.project()
+    projects.set_verifier_config(env.ctx, env.world.human, project, {**CONFIG, "land": True})
+    projects.set_verification(env.ctx, env.world.human, project, True)
+    tid = env.submitted(project, criteria=env.test_criterion())
+    run_verifier(env.ctx, env.actings["verifier"], tid, Evidence.PASS, base=BASE0)
+    review.accept(env.ctx, env.world.human, tid)
+    return project, tid
+
+
+@row("GET", "/api/projects/{project}/queue", 200)
+def _queue(env: Env, caller: str) -> Req:
+    return Req(f"/api/projects/{_landing(env)[0]}/queue")
+
+
+@row("POST", "/api/tasks/{task_id}/queue/head", 200)
+def _queue_head(env: Env, caller: str) -> Req:
+    return Req(f"/api/tasks/{_landing(env)[1]}/queue/head")
+
+
+@row("POST", "/api/tasks/{task_id}/queue/leave", 200)
+def _queue_leave(env: Env, caller: str) -> Req:
+    return Req(f"/api/tasks/{_landing(env)[1]}/queue/leave")
+
+
+@row("POST", "/api/verifier/projects/{project}/landing/runs", 201)
+def _start_landing(env: Env, caller: str) -> Req:
+    return Req(f"/api/verifier/projects/{_landing(env)[0]}/landing/runs")
+
+
+def _landing_evidence(env: Env) -> tuple[str, str, dict[str, Any]]:
+    project, _ = _landing(env)
+    work = landing.start_step(env.ctx, env.actings["verifier"], project)
+    [task] = work["tasks"]
+    prefix = {
+        "task_id": task["task_id"],
+        "head": "d" * 40,
+        "tree": "e" * 40,
+        "checks": {"unit": {"exit_code": 0}},
+        "results": {c["id"]: {"result": "pass", "detail": "1 passed"} for c in task["criteria"]},
+    }
+    return project, work["run_id"], {"branch": "main", "tip": "c" * 40, "prefixes": [prefix]}
+
+
+@row("POST", "/api/verifier/projects/{project}/landing/runs/{run_id}/evidence", 200)
+def _landing_evidence_cell(env: Env, caller: str) -> Req:
+    project, run_id, body = _landing_evidence(env)
+    return Req(f"/api/verifier/projects/{project}/landing/runs/{run_id}/evidence", body)
+
+
+@row("POST", "/api/verifier/projects/{project}/landing/runs/{run_id}/push", 200)
+def _landing_push(env: Env, caller: str) -> Req:
+    project, run_id, body = _landing_evidence(env)
+    ev = landing.Evidence(
+        branch="main",
+        tip="c" * 40,
+        prefixes=(
+            landing.Prefix(
+                task_id=body["prefixes"][0]["task_id"],
+                head="d" * 40,
+                tree="e" * 40,
+                checks={"unit": CheckResult(exit_code=0)},
+                results={
+                    cid: CriterionResult(result=Evidence.PASS, detail="1 passed")
+                    for cid in body["prefixes"][0]["results"]
+                },
+            ),
+        ),
+    )
+    landing.record_evidence(env.ctx, env.actings["verifier"], project, run_id, ev)
+    return Req(
+        f"/api/verifier/projects/{project}/landing/runs/{run_id}/push", {"head": "d" * 40, "pushed": True}
     )
 
 

@@ -131,6 +131,32 @@ def _bodies(ids: dict[str, str]) -> list[tuple[str, str, str, dict[str, Any]]]:
                 "error": "none",
             },
         ),
+        (
+            "verifier",
+            "POST",
+            "/api/verifier/projects/demo/landing/runs/run-1/evidence",
+            {
+                "branch": "main",
+                "tip": "c" * 40,
+                "prefixes": [
+                    {
+                        "task_id": "demo-1",
+                        "head": "d" * 40,
+                        "tree": "e" * 40,
+                        "checks": {"unit": {"exit_code": 0, "output_tail": "ok"}},
+                        "results": {"AC-1.1": {"result": "pass", "detail": "1 passed"}},
+                        "conflict_paths": ["a.py"],
+                    }
+                ],
+                "error": "none",
+            },
+        ),
+        (
+            "verifier",
+            "POST",
+            "/api/verifier/projects/demo/landing/runs/run-1/push",
+            {"head": "d" * 40, "pushed": False, "why": "not a fast-forward"},
+        ),
     ]
 
 
@@ -189,7 +215,7 @@ def test_lone_surrogates_are_refused_in_every_text_field_of_every_body_route(env
 # the line, a carriage return, NUL, a C1 control (the 8-bit CSI), DEL.
 CONTROLS = ["innocent\x1b[2K\x1b[1Gaccept me", "ok\rrewritten", "nul\x00", "csi\x9b2K", "del\x7f"]
 # The verifier's own routes carry what a check printed, stored made plain by the service.
-CHECK_OUTPUT_ROUTES = {"/review", "/finish"}
+CHECK_OUTPUT_ROUTES = {"/review", "/finish", "/evidence"}
 
 
 @pytest.mark.parametrize("control", CONTROLS)

@@ -110,6 +110,14 @@ SMOKES = [
         fig("broke_main_merge_batch"),
     ),
     bench(
+        "merge_fleet.py",
+        fig("runs_per_landed_land"),
+        fig("broke_main_land"),
+        r"(?<!\S)landed_is_verified=[1-9]\d*/[1-9]\d*",
+        fig("accept_to_landed_p50_s"),
+        args=("--modes", "land"),
+    ),
+    bench(
         "reports.py",
         fig("parse_junit_s"),
         fig("vs_baseline"),

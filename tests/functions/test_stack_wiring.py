@@ -26,7 +26,11 @@ def _env(name: str) -> dict[str, Any]:
 
 def test_the_stream_filter_matches_the_queue_key_of_a_waiting_task() -> None:
     event = resource("DispatcherFunction")["Properties"]["Events"]["Submissions"]["Properties"]
-    [pattern, moves] = [json.loads(f["Pattern"]) for f in event["FilterCriteria"]["Filters"]]
+    [pattern, moves, queue] = [json.loads(f["Pattern"]) for f in event["FilterCriteria"]["Filters"]]
+    # The third: a project's LANDING item (its landing queue), by its key.
+    [queue_pk] = queue["dynamodb"]["Keys"]["PK"]["S"]
+    pk, sk = records.landing_key("shop")
+    assert pk.startswith(queue_pk["prefix"]) and queue["dynamodb"]["Keys"]["SK"]["S"] == [sk]
     [rule] = pattern["dynamodb"]["NewImage"]["GSI1PK"]["S"]
     # The second: a project's BASE-MOVED item, by its key (every project's, no other item).
     [pk_rule] = moves["dynamodb"]["Keys"]["PK"]["S"]

@@ -73,6 +73,28 @@ MERGE_MOVES = {
 }
 
 
+# The landing queue's moves that succeeded: steps that landed or sent a culprit back,
+# refused pushes, accepts into the queue, entries taken out or moved to the head.
+LANDING_MOVES = {
+    "land_step": "land_step(pushed=True)",
+    "land_refused": "land_step(pushed=False)",
+    "accept_to_queue": "update_task(status=landing)",
+    "queue_leave": "queue_leave",
+    "queue_hotfix": "queue_hotfix",
+    "cancel_from_queue": "cancel by human on landing",
+}
+
+
+def landing_moves(rec: Recorder) -> str:
+    counts = dict.fromkeys(LANDING_MOVES, 0)
+    for label, n in rec.outcomes.items():
+        if label.endswith("-> ok"):
+            for name, prefix in LANDING_MOVES.items():
+                if label.startswith(prefix):
+                    counts[name] += n
+    return " ".join(f"{k}={v}" for k, v in counts.items())
+
+
 def merge_moves(rec: Recorder) -> str:
     counts = dict.fromkeys(MERGE_MOVES, 0)
     for label, n in rec.outcomes.items():
@@ -101,6 +123,7 @@ def main() -> None:
             flush=True,
         )
         print(f"  ok: {merge_moves(rec)}", flush=True)
+        print(f"  landing ok: {landing_moves(rec)}", flush=True)
         for kind, count in rec.kinds().most_common():
             print(f"  {count:4d} {kind}")
             if args.details:

@@ -55,6 +55,7 @@ from taskgate.domain.run_report import CheckResult, CriterionResult, Evidence, E
 from taskgate.service import (
     claims,
     keys,
+    landing,
     projects,
     records,
     review,
@@ -200,7 +201,9 @@ STATUS_FROM = {
     "backlog": ("needs_human",),
     "needs_verification": ("needs_human",),
     "done": ("needs_verification", "verified"),
-    "cancelled": ("ready", "claimed", "needs_human", "blocked", "backlog"),
+    "landing": ("verified",),
+    "verified": ("landing",),
+    "cancelled": ("ready", "claimed", "needs_human", "blocked", "backlog", "landing"),
     "claimed": ("ready",),  # never a human's move: refused whoever asks
 }
 WHO_EDIT = ["alice", "arch", "arch", "e1", "d1@alice", "v1", "scoped", "alice"]
@@ -287,8 +290,12 @@ class ModelMachine(RuleBasedStateMachine):
 
     # ---- setup ---------------------------------------------------------------------------
 
-    @initialize(verification_on=st.sampled_from([True, True, True, False]), seed=st.integers(0, 2**32 - 1))
-    def setup(self, verification_on: bool, seed: int) -> None:
+    @initialize(
+        verification_on=st.sampled_from([True, True, True, False]),
+        seed=st.integers(0, 2**32 - 1),
+        land=st.sampled_from([False, False, True]),
+    )
+    def setup(self, verification_on: bool, seed: int, land: bool = False) -> None:
         self.entropy.seed(seed)
         projects.create(self.ctx, self.human, PROJECT, repo="/tmp/repo")
         projects.create(self.ctx, self.human, "other", repo="/tmp/other")
@@ -317,7 +324,7 @@ class ModelMachine(RuleBasedStateMachine):
                 risk=None,
                 bad=False,
             )
-        self.board("config", "alice", 3, "v1", True)
+        self.board("config", "alice", 1 if land else 3, "v1", True)  # 1: a config that lands
         if verification_on:
             self.board("verification_on", "alice", 3, "v1", True)
         # Two of them claimed and submitted, so that most examples reach verdicts, conflicts and
@@ -328,6 +335,11 @@ class ModelMachine(RuleBasedStateMachine):
         if verification_on:  # and one verified, so that main moving makes a stale verdict at once
             self._verify_start(ref.Caller("v1"), 0)
             self._verify_finish(self.model.runs[-1], "pass", False)
+        if verification_on and land:  # both accepted, waiting in the landing queue, in order
+            self._verify_start(ref.Caller("v1"), 1)
+            self._verify_finish(self.model.runs[-1], "pass", False)
+            for t in (0, 1):
+                self._review("accept", ref.Caller("alice"), t, "", False, 0, 0)
 
     def _mint(self, key: ref.Key) -> None:
         if key.kind == "agent":
@@ -583,6 +595,9 @@ class ModelMachine(RuleBasedStateMachine):
                 return self._mismatch(label, None, "spec status", ms.status, rs.status.value)
             if rs.risk.value != ms.risk:
                 return self._mismatch(label, None, "spec risk", ms.risk, rs.risk.value)
+        queue = [e.task_id for e in landing.load(self.ctx, PROJECT).entries]
+        if queue != [self.tid(x) for x in m.queue]:
+            return self._mismatch(label, None, "landing queue", [self.tid(x) for x in m.queue], queue)
         if rp.verification_on != m.verification_on:
             return self._mismatch(label, None, "verification_on", m.verification_on, rp.verification_on)
         if rp.max_attempts != m.max_attempts:
@@ -1099,11 +1114,14 @@ class ModelMachine(RuleBasedStateMachine):
             )
         elif action == "config":
             strict = n in (0, 2)  # now and then a config that accepts no stale verdict
+            land = n in (1, 2)  # and one where taskgate lands accepted work
             config = (STRICT_CONFIG if strict else VERIFIER_CONFIG) if valid else BAD_CONFIG
+            if land and valid:
+                config = {**config, "land": True}
             self.step(
-                f"set_verifier_config(accept_stale={not strict})",
+                f"set_verifier_config(accept_stale={not strict}, land={land})",
                 c,
-                lambda m: m.set_verifier_config(c, valid=valid, accept_stale=not strict),
+                lambda m: m.set_verifier_config(c, valid=valid, accept_stale=not strict, land=land and valid),
                 lambda: projects.set_verifier_config(self.ctx, self.act(c), PROJECT, config),
             )
         elif action in ("verification_on", "verification_off"):
@@ -1353,6 +1371,95 @@ class ModelMachine(RuleBasedStateMachine):
                 self._reverify_step(t, c)
             else:
                 self._next_step(t, c)
+
+    # ---- rules: the landing queue --------------------------------------------------------
+
+    # Only while the config lands accepted work, or something waits in the queue: elsewhere the
+    # rule could only be refused, and the other rules' draws stay what they were without it.
+    @precondition(lambda self: self.model.land or bool(self.model.queue))
+    @rule(
+        action=st.sampled_from(["step", "step", "step", "refused", "leave", "hotfix", "accept"]),
+        who=st.sampled_from(WHO_VERIFY),
+        human_=st.sampled_from(["alice", "alice", "alice", "d1@alice", "e1"]),
+        i=task_ix,
+        focus=focus_,
+        passes=st.lists(st.sampled_from([True, True, True, False]), min_size=1, max_size=8),
+    )
+    def landing(self, action: str, who: str, human_: str, i: int, focus: bool, passes: list[bool]) -> None:
+        """The landing queue: a verifier's step (each entry tested on top of the ones ahead, the
+        passing prefix pushed, its push landed or refused), a human taking an entry out or moving
+        it to the head, and accepts that fill it."""
+        if self.diverged:
+            return  # this example ended at a divergence (record mode)
+        if action == "accept":
+            self._review("accept", ref.Caller("alice"), self.pick(i, focus, "verified"), "", False, 0, 0)
+            return
+        if action in ("leave", "hotfix"):
+            c = _caller(human_)
+            t = self.pick(i, focus, "landing")
+            fn = landing.leave if action == "leave" else landing.hotfix
+            self.step(
+                f"queue_{action}",
+                c,
+                lambda m: m.leave_queue(c, t) if action == "leave" else m.hotfix(c, t),
+                lambda: fn(self.ctx, self.act(c), self.tid(t)),
+                target=t,
+            )
+            return
+        if who not in self.model.keys:
+            return
+        c = _caller(who)
+        pushed = action == "step"
+        tip = self.model.tip_or_first()  # read before the model moves it: both sides build on it
+
+        def model_fn(m: ref.Model) -> list[int]:
+            window = m.land_step(c, passes, pushed=pushed)
+            landed = [x for x in window if m.tasks[x].status == ref.DONE]
+            if landed:  # the server knows the tip from its own landing: prefix k's commit
+                m.tip = (tip + len(landed)) % len(TIPS)
+            return window
+
+        def real_fn() -> dict[str, Any]:
+            return self._land_step(c, passes, pushed=pushed, tip=tip)
+
+        self.step(f"land_step(pushed={pushed})", c, model_fn, real_fn, where="queue")
+
+    def _land_step(self, c: ref.Caller, passes: list[bool], *, pushed: bool, tip: int) -> dict[str, Any]:
+        """The verifier's side of one landing step, through the services: start, the evidence of
+        each prefix (its check passing or not, its criteria's evidence), the push's answer."""
+        work = landing.start_step(self.ctx, self.act(c), PROJECT)
+        prefixes = []
+        for n, t in enumerate(work["tasks"]):
+            ok = passes[n % len(passes)]
+            results = {
+                x["id"]: CriterionResult(
+                    result=Evidence.PASS if ok else Evidence.FAIL,
+                    detail="ran",
+                    source=_source(x["kind"], x["verify_ref"]),
+                )
+                for x in t["criteria"]
+            }
+            prefixes.append(
+                landing.Prefix(
+                    task_id=t["task_id"],
+                    head=TIPS[(tip + 1 + n) % len(TIPS)],
+                    tree=f"{n + 1:02x}" * 20,
+                    checks={"unit": CheckResult(exit_code=0 if ok else 1, output_tail="")},
+                    results=results,
+                )
+            )
+            if not ok:
+                break
+        step = landing.record_evidence(
+            self.ctx, self.act(c), PROJECT, work["run_id"],
+            landing.Evidence(branch="main", tip=TIPS[tip], prefixes=tuple(prefixes)),
+        )  # fmt: skip
+        if step.phase == "pushing" and step.push is not None:
+            step = landing.record_push(
+                self.ctx, self.act(c), PROJECT, work["run_id"], head=step.push, pushed=pushed,
+                why=None if pushed else "not a fast-forward",
+            )  # fmt: skip
+        return step.model_dump(mode="json")
 
     # ---- rules: time and reads -----------------------------------------------------------
 

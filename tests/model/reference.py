@@ -40,6 +40,7 @@ READY = "ready"
 CLAIMED = "claimed"
 NEEDS_VERIFICATION = "needs_verification"
 VERIFIED = "verified"
+LANDING = "landing"
 DONE = "done"
 BLOCKED = "blocked"
 NEEDS_HUMAN = "needs_human"
@@ -75,9 +76,11 @@ HUMAN_MOVES: dict[tuple[str, str], str] = {
     (NEEDS_HUMAN, BLOCKED): "block",
     (NEEDS_HUMAN, BACKLOG): "revise_spec",
     (NEEDS_HUMAN, NEEDS_VERIFICATION): "reverify",
+    (VERIFIED, LANDING): "accept",
+    (LANDING, VERIFIED): "leave_queue",
     **{
         (s, CANCELLED): "cancel"
-        for s in (BACKLOG, READY, CLAIMED, NEEDS_VERIFICATION, VERIFIED, BLOCKED, NEEDS_HUMAN)
+        for s in (BACKLOG, READY, CLAIMED, NEEDS_VERIFICATION, VERIFIED, LANDING, BLOCKED, NEEDS_HUMAN)
     },
 }
 
@@ -237,6 +240,11 @@ class Model:
     # The verifier config's "accept_stale": false refuses accepting a stale verdict until the
     # re-verification has run (issue text: "refuse it until the re-verification has run").
     accept_stale: bool = True
+    # The verifier config's "land": true: accepted work waits in the landing queue (in order)
+    # until a landing step puts it on main.
+    land: bool = False
+    queue: list[int] = field(default_factory=list)
+    window: int = 4
 
     def clone(self) -> Model:
         return copy.deepcopy(self)
@@ -363,13 +371,19 @@ class Model:
         chk.done()
         self.max_attempts = n
 
-    def set_verifier_config(self, c: Caller, *, valid: bool, accept_stale: bool = True) -> None:
+    def set_verifier_config(
+        self, c: Caller, *, valid: bool, accept_stale: bool = True, land: bool = False
+    ) -> None:
         _, chk = self._start(c)
         self._humans(c, chk, board_only=True)
         chk.need(valid, "E_VALIDATION", "bad config")
         chk.done()
         self.has_config = True
         self.accept_stale = accept_stale
+        self.land = land
+
+    def lands(self) -> bool:
+        return self.verification_on and self.has_config and self.land
 
     def _live_local_key(self) -> bool:
         return any(
@@ -688,6 +702,8 @@ class Model:
         chk.done()
         if how == "accept":
             self.accept(c, label)
+        elif how == "leave_queue":
+            self.leave_queue(c, label)
         elif how == "reopen":
             self.reopen(c, label, findings=findings)
         elif how == "cancel":
@@ -716,7 +732,12 @@ class Model:
             chk.need(self._acceptable(t), "E_WRONG_STATE", "not acceptable")
             # Silent: the setting lives in the verifier config, so it holds with verification
             # off too (no re-verification runs then: a human reopens, or switches it back on).
-            chk.need(self.accept_stale or not self.stale(t), "E_WRONG_STATE", "stale, re-verify first")
+            # With landing on, the landing queue re-checks a stale verdict before it lands.
+            chk.need(
+                self.accept_stale or not self.stale(t) or self.lands(),
+                "E_WRONG_STATE",
+                "stale, re-verify first",
+            )
             # Low-risk work in batches or from chat; medium and high one by one in the UI. The
             # risk is the spec's as it is now, even for a task whose own copy no longer follows
             # it (done or cancelled).
@@ -735,6 +756,12 @@ class Model:
         self._touch(t)
         self._supersede(t)
         t.conflicts_in_row = 0
+        if t.status == VERIFIED and self.lands():
+            # Accepted is not done: it waits at the end of the landing queue, and tasks blocked by
+            # it wait until it has landed.
+            t.status = LANDING
+            self.queue.append(t.label)
+            return
         t.status = DONE
         self._blockers_done()
 
@@ -795,6 +822,8 @@ class Model:
         t.conflicts_in_row = 0
         if t.claim is not None:
             self._end_claim(t, "cancelled", False)
+        if t.status == LANDING:
+            self.queue.remove(t.label)
         t.status = CANCELLED
 
     def resolve(self, c: Caller, label: int, how: str, *, blocked_by: list[int]) -> None:
@@ -834,6 +863,8 @@ class Model:
             self._supersede(t)
             if t.claim is not None:
                 self._end_claim(t, "cancelled", False)
+            if t.status == LANDING:  # a cancel: it leaves the landing queue too
+                self.queue.remove(t.label)
             t.status = CANCELLED
         else:
             raise AssertionError(how)
@@ -967,6 +998,67 @@ class Model:
             t.base = None
             self._to_ready(t, uses_attempt=verdict == "fail", system=False)
         return verdict
+
+    # ---- the landing queue ---------------------------------------------------------------
+
+    def _queue_human(self, c: Caller, label: int) -> Task:
+        """A human orders the queue: not an agent, not a delegated one."""
+        _, chk = self._start(c)
+        self._humans(c, chk)
+        chk.need(c.on_behalf_of is None, "E_FORBIDDEN", "the queue is a human's, not a delegated agent's")
+        t = self._find(label, chk)
+        if t is not None:
+            chk.need(t.status == LANDING, "E_WRONG_STATE", "not in the landing queue")
+        chk.done()
+        assert t is not None
+        return t
+
+    def leave_queue(self, c: Caller, label: int) -> None:
+        t = self._queue_human(c, label)
+        self._touch(t)
+        self.queue.remove(label)
+        t.conflicts_in_row = 0  # a human's move starts the count again
+        t.status = VERIFIED
+
+    def hotfix(self, c: Caller, label: int) -> None:
+        self._queue_human(c, label)
+        self.queue.remove(label)
+        self.queue.insert(0, label)
+
+    def land_step(self, c: Caller, passes: list[bool], *, pushed: bool) -> list[int]:
+        """One landing step: the head window, each entry tested on top of the ones ahead
+        (`passes`, by position); the longest passing prefix lands when its push goes through
+        (`pushed`), the first failing entry goes back to ready with no attempt used. Returns the
+        window; the new tip is the landed prefix's (see the machine)."""
+        key, chk = self._start(c)
+        chk.need(key.kind == "verifier" and key.vkind == "local", "E_FORBIDDEN", "local verifiers only")
+        chk.need(self.lands(), "E_WRONG_STATE", "this project does not land")
+        chk.need(bool(self.queue), "E_WRONG_STATE", "the queue is empty")
+        chk.done()
+        window = self.queue[: min(self.window, 8, len(self.queue))]
+        n = 0
+        while n < len(window) and passes[n % len(passes)]:
+            n += 1
+        culprit = window[n] if n < len(window) else None
+        if n and not pushed:
+            return window  # refused: nothing lands; the culprit behind it is judged again
+        for label in window[:n]:
+            t = self.tasks[label]
+            self._touch(t)
+            t.status = DONE
+            self.queue.remove(label)
+        if culprit is not None:
+            t = self.tasks[culprit]
+            self._touch(t)
+            t.base = None
+            self.queue.remove(culprit)
+            self._to_ready(t, uses_attempt=False, system=False)
+            self.window = max(1, self.window // 2)
+        else:
+            self.window = min(8, self.window * 2)
+        if n:
+            self._blockers_done()
+        return window
 
     def tip_or_first(self) -> int:
         """The tip a verifier merges onto now: the last reported, else the first."""

@@ -14,8 +14,8 @@ from taskgate.domain.merging import MergeConflict, MergedBase
 from taskgate.domain.models import CriterionInput, CriterionKind, FailureKind, Status
 from taskgate.domain.principals import Acting
 from taskgate.domain.run_report import CheckResult, Evidence
-from taskgate.service import claims, projects, review, specs, staleness, tasks
-from tests.support.evidence import BASE0, BASE1, CHECK, CONFIG, FAILING, TIP0, TIP1, run_verifier
+from taskgate.service import claims, landing, projects, review, specs, staleness, tasks
+from tests.support.evidence import BASE0, BASE1, CHECK, CONFIG, FAILING, TIP0, TIP1, land_step, run_verifier
 from tests.support.world import SHA, World
 
 
@@ -35,19 +35,19 @@ class Scene:
         return self.world.ctx
 
 
-def new_scene(world: World, *, verification_on: bool = False) -> Scene:
+def new_scene(world: World, *, verification_on: bool = False, land: bool = False) -> Scene:
     world.project()
     scene = Scene(world, world.agent("exec"))
-    if verification_on:
-        switch_on(scene)
+    if verification_on or land:
+        switch_on(scene, land=land)
     return scene
 
 
-def switch_on(scene: Scene) -> None:
+def switch_on(scene: Scene, *, land: bool = False) -> None:
     w = scene.world
     if scene.verifier is None:
         scene.verifier = w.verifier()
-    projects.set_verifier_config(w.ctx, w.human, "demo", CONFIG)
+    projects.set_verifier_config(w.ctx, w.human, "demo", {**CONFIG, "land": land})
     projects.set_verification(w.ctx, w.human, "demo", True)
 
 
@@ -80,6 +80,11 @@ def reach(scene: Scene, status: Status, *, with_submission: bool = False, held: 
             switch_on(scene)
         reach(scene, Status.NEEDS_VERIFICATION)
         verify(scene, Evidence.PASS)
+    elif status is Status.LANDING:
+        if not w.ctx.project("demo").lands():
+            switch_on(scene, land=True)
+        reach(scene, Status.VERIFIED)
+        review.accept(w.ctx, w.human, scene.task_id)
     elif status is Status.DONE:
         reach(scene, Status.NEEDS_VERIFICATION)
         if w.ctx.project("demo").verification_on:
@@ -223,6 +228,11 @@ def perform(scene: Scene, action: Action) -> None:
         run_verifier(ctx, scene.verifier, tid, None, conflict=CONFLICT)
     elif action in STALE:
         reverify(scene, action)
+    elif action in (Action.LAND, Action.LAND_CULPRIT):
+        assert scene.verifier is not None
+        land_step(ctx, scene.verifier, "demo", failing=tid if action is Action.LAND_CULPRIT else None)
+    elif action is Action.LEAVE_QUEUE:
+        landing.leave(ctx, w.human, tid)
     elif action is Action.REOPEN:
         review.reopen(ctx, w.human, tid, findings=["missing test"])
     elif action is Action.CANCEL:

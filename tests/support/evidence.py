@@ -106,3 +106,39 @@ def run_verifier(
             base=base,
         ),
     )
+
+
+def land_step(
+    ctx: Context, local: Acting, project: str, *, failing: str | None = None, tip: str = TIP0
+) -> dict[str, Any]:
+    """One landing step as a verifier makes it: every entry of the server's window tested on top
+    of the ones ahead (its checks passing, its criteria's evidence positive), until `failing`,
+    whose check fails; then the push of what the server chose, answered as landed. Returns the
+    server's record of the step."""
+    from taskgate.service import landing
+
+    work = landing.start_step(ctx, local, project)
+    prefixes = []
+    for i, t in enumerate(work["tasks"]):
+        bad = t["task_id"] == failing
+        prefixes.append(
+            landing.Prefix(
+                task_id=t["task_id"],
+                head=f"{i + 1:02x}" * 20,
+                tree=f"{i + 1:02x}" * 19 + "ee",
+                checks={CHECK: FAILING if bad else OK},
+                results=local_results(t["criteria"], Evidence.FAIL if bad else Evidence.PASS),
+            )
+        )
+        if bad:
+            break
+    step = landing.record_evidence(
+        ctx,
+        local,
+        project,
+        work["run_id"],
+        landing.Evidence(branch="main", tip=tip, prefixes=tuple(prefixes)),
+    )
+    if step.phase == "pushing" and step.push is not None:
+        step = landing.record_push(ctx, local, project, work["run_id"], head=step.push, pushed=True, why=None)
+    return step.model_dump(mode="json")

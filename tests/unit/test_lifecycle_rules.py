@@ -23,25 +23,31 @@ from taskgate.domain.merging import CONFLICTS_TO_NEEDS_HUMAN
 from taskgate.domain.models import Status, WhyHuman
 
 
-def _allowed(source: Status | None, action: Action, on: bool) -> bool:
-    return any(
-        m.source == source
-        and m.action == action
-        and (m.guard is None or (m.guard is Guard.VERIFICATION_OFF) != on)
-        for m in TABLE
-    )
+def _open(guard: Guard | None, on: bool, land_on: bool) -> bool:
+    return {
+        None: True,
+        Guard.VERIFICATION_OFF: not on,
+        Guard.VERIFICATION_ON: on,
+        Guard.LAND_OFF: not land_on,
+        Guard.LAND_ON: land_on,
+    }[guard]
 
 
+def _allowed(source: Status | None, action: Action, on: bool, land_on: bool = False) -> bool:
+    return any(m.source == source and m.action == action and _open(m.guard, on, land_on) for m in TABLE)
+
+
+@pytest.mark.parametrize("land_on", [False, True])
 @pytest.mark.parametrize("on", [False, True])
-def test_every_pair_outside_the_table_is_wrong_state(on: bool) -> None:
+def test_every_pair_outside_the_table_is_wrong_state(on: bool, land_on: bool) -> None:
     sources: list[Status | None] = [None, *Status]
     checked = 0
     for source, action in itertools.product(sources, Action):
-        if _allowed(source, action, on):
-            assert find_move(source, action, verification_on=on).action is action
+        if _allowed(source, action, on, land_on):
+            assert find_move(source, action, verification_on=on, land_on=land_on).action is action
             continue
         with pytest.raises(TaskgateError) as err:
-            find_move(source, action, verification_on=on)
+            find_move(source, action, verification_on=on, land_on=land_on)
         assert err.value.code is ErrorCode.WRONG_STATE
         assert err.value.current_status == (source.value if source else None)
         checked += 1
@@ -125,13 +131,15 @@ def test_a_move_that_does_not_depend_on_the_project_lands_alike_whatever_its_set
     and for any max_attempts; and the rows it says do depend on it really do, for some setting."""
     pairs = {(m.source, m.action) for m in TABLE}
     independent = {p for p in pairs if not depends_on_project(*p)}
-    assert (Status.CLAIMED, Action.SUBMIT) in independent and (Status.VERIFIED, Action.ACCEPT) in independent
+    assert (Status.CLAIMED, Action.SUBMIT) in independent and (Status.LANDING, Action.LAND) in independent
     assert (Status.NEEDS_VERIFICATION, Action.ACCEPT) not in independent
+    # accepting verified work lands it in done, or in the landing queue when taskgate lands
+    assert (Status.VERIFIED, Action.ACCEPT) not in independent
     for source, action in pairs:
         outcomes = set()
-        for on in (False, True):
+        for on, land_on in itertools.product((False, True), (False, True)):
             try:
-                row = find_move(source, action, verification_on=on)
+                row = find_move(source, action, verification_on=on, land_on=land_on)
             except TaskgateError:
                 outcomes.add(("refused", on))
                 continue

@@ -19,6 +19,7 @@ from taskgate.domain.batches import Batch
 from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import ErrorCode
 from taskgate.domain.human_actions import HumanAction, human_actions
+from taskgate.domain.landing import Landed
 from taskgate.domain.merging import BaseTip, MergedBase, held_for, stale_line, stale_on
 from taskgate.domain.models import (
     AgentRole,
@@ -204,6 +205,14 @@ class TaskOut(Out):
         default=None, description="The base the task's verdict holds for (null: none, or the commit alone)"
     )
     verified_on: str | None = Field(default=None, description="verified_base in words")
+    landed: Landed | None = Field(
+        default=None,
+        description="With landing on, once done: the commit its work landed as on the base branch, "
+        "its tree, the tip the push moved from and the run that verified that exact commit",
+    )
+    queue: QueuePlace | None = Field(
+        default=None, description="While landing: its place in the project's landing queue and its state"
+    )
     stale: bool = Field(
         default=False,
         description="Verified on a base tip that is no longer the base branch's: re-verification is due",
@@ -258,6 +267,12 @@ class TaskOut(Out):
         if verification_on is not None:
             merged["actions"] = human_actions(task, verification_on=verification_on)
         return cls.model_validate({**data, "claim": claim, "attempts": attempts, "flags": flagged, **merged})
+
+
+class QueuePlace(Out):
+    position: int = Field(description="1 is the head of the queue: next to land")
+    of: int = Field(description="How many tasks the queue holds")
+    state: str = Field(description="waiting, testing (on top of the tasks ahead), or landing")
 
 
 class TaskCreate(In):
@@ -585,6 +600,11 @@ class WaitingWork(Out):
         description="Batches a human asked to verify together, with a run to start (POST "
         "/api/verifier/projects/{project}/batches/{id}/runs), oldest first.",
     )
+    landing: list[str] = Field(
+        default_factory=list,
+        description="Projects whose landing queue has a step to start (POST "
+        "/api/verifier/projects/{project}/landing/runs).",
+    )
     projects: list[ProjectQueue] = Field(
         description="What waits in each project asked about (every project the key covers with "
         "verification on, or with submitted work): why there may be nothing to start."
@@ -746,3 +766,40 @@ class BatchFinishIn(In):
     conflict_task: str | None = Field(default=None, description="The task whose commit did not merge")
     conflict_paths: list[str] = Field(default_factory=list, max_length=10_000)
     error: str | None = Field(default=None, max_length=20_000)
+
+
+class LandingPrefixIn(In):
+    """One prefix of a landing step: `task_id` merged onto the ones before it in the chain."""
+
+    controls_allowed = True  # what the checks printed, stored made plain (domain.text)
+
+    task_id: str = Field(min_length=1, max_length=200)
+    head: Sha | None = Field(default=None, description="The prefix's merge commit")
+    tree: Sha | None = None
+    already: bool = Field(default=False, description="Its commit was on the branch already")
+    reused: bool = Field(
+        default=False, description="Its tree is the one its own verdict was reached on: no run"
+    )
+    conflict_paths: list[str] = Field(default_factory=list, max_length=10_000)
+    checks: dict[str, CheckResult] = Field(default_factory=dict)
+    results: dict[str, CriterionResult] = Field(default_factory=dict)
+
+
+class LandingEvidenceIn(In):
+    """What a landing step built on `tip` of `branch` and how each prefix did, in chain order
+    (up to the first that failed or did not merge); or the error that stopped it."""
+
+    controls_allowed = True
+
+    branch: str | None = Field(default=None, min_length=1, max_length=200)
+    tip: Sha | None = None
+    prefixes: list[LandingPrefixIn] = Field(default_factory=list, max_length=64)
+    error: str | None = Field(default=None, max_length=20_000)
+
+
+class LandingPushIn(In):
+    """What the push of the commit the server chose did: `pushed`, or refused and why."""
+
+    head: Sha
+    pushed: bool
+    why: str | None = Field(default=None, max_length=4000)

@@ -110,6 +110,11 @@ def _last_result(statement: dict[str, Any]) -> tuple[str, str]:
     from taskgate.domain import statements
 
     predicate = statement.get("predicate") or {}
+    if statement.get("predicateType") == statements.LANDING:
+        return "LANDED", (
+            f"a landing on {predicate.get('branch')} at {predicate.get('landedCommit')} "
+            f"(from {str(predicate.get('fromTip'))[:12]})"
+        )
     if statement.get("predicateType") == statements.TEST_RESULT:
         result = str(predicate.get("result"))
         return result, f"a {result} test result"

@@ -13,7 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from taskgate import __version__
-from taskgate.cli import attest, board, keys, presence, projects, serving, specs, tasks, verification, verify
+from taskgate.cli import (
+    attest,
+    board,
+    keys,
+    presence,
+    projects,
+    queue,
+    serving,
+    specs,
+    tasks,
+    verification,
+    verify,
+)
 from taskgate.cli.client import DEFAULT_DATA_DIR, DEFAULT_SERVER, ApiError, resolve_token
 from taskgate.cli.files import InputError
 from taskgate.cli.human import Check, Describe
@@ -58,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.register(sub, common)
     board.register_mcp_config(sub, common)
     tasks.register(sub, common)
+    queue.register(sub, common)
     verification.register_config(sub, common)
     verify.register(sub)
     verification.register_switch(sub, common)

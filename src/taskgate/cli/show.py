@@ -124,6 +124,12 @@ def show_text(detail: dict[str, Any], spec: dict[str, Any] | None) -> str:
             f" ({t.get('stale_note') or 'stale: the base branch has moved since'})" if t.get("stale") else ""
         )
         out.append(f"  verified on {t['verified_on']}{stale}")
+    if t.get("queue"):
+        q = t["queue"]
+        out.append(f"  in the landing queue: {q['position']} of {q['of']}, {q['state']}")
+    if t.get("landed"):
+        landed = t["landed"]
+        out.append(f"  landed on {landed['branch']} at {landed['commit']} (from {landed['from_tip'][:12]})")
     if t.get("needs_human"):
         out.append(f"  waits for a human: {t['needs_human'].get('text') or t['needs_human']}")
     if t.get("claim"):

@@ -12,7 +12,9 @@ Lambda retries from it while the records before it stay done.
 The base branch moving (a git host's push webhook, a verifier's read of the tip: service/
 staleness.py) rewrites the project's BASE-MOVED item in the same commit; the filter passes that
 item's records too, and the function hands the project to `service.dispatch.restale`, which
-starts a verifier under the same slots when the move left verified tasks stale.
+starts a verifier under the same slots when the move left verified tasks stale. An accept that
+puts a task in a project's landing queue rewrites its LANDING item: the filter passes that too,
+and `service.dispatch.land` starts a verifier when a landing step waits.
 
 Two schedules invoke the same function. {"sweep": true, "execution_id"} (every few minutes):
 lapsed slots of lost or stuck tasks are logged, and every project with work waiting (submissions,
@@ -38,7 +40,7 @@ from taskgate.cloud import observe
 from taskgate.cloud.ecs import EcsLauncher
 from taskgate.domain.models import Status, Task
 from taskgate.service import records
-from taskgate.service.dispatch import DispatchOutcome, Entered, ensure, restale, sweep
+from taskgate.service.dispatch import DispatchOutcome, Entered, ensure, land, restale, sweep
 from taskgate.store import body
 from taskgate.store.port import Item
 
@@ -102,6 +104,26 @@ def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
         raise UnreadableRecord(f"stream record {raw.get('eventID')}: base move unreadable: {exc}") from exc
 
 
+def queue_changed(raw: Mapping[str, Any]) -> tuple[str, int] | None:
+    """The project and version of a stream record of a project's LANDING item (its landing
+    queue), or None if the record is no such thing."""
+    if raw.get("eventName") not in ("INSERT", "MODIFY"):
+        return None
+    new = (raw.get("dynamodb") or {}).get("NewImage")
+    if not isinstance(new, Mapping):
+        return None
+    pk, sk = str((new.get("PK") or {}).get("S", "")), str((new.get("SK") or {}).get("S", ""))
+    project = pk.removeprefix(records.project_pk(""))
+    if not project or pk == project or (pk, sk) != records.landing_key(project):
+        return None
+    try:
+        return project, int(new["V"]["N"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UnreadableRecord(
+            f"stream record {raw.get('eventID')}: landing queue unreadable: {exc}"
+        ) from exc
+
+
 _launcher: EcsLauncher | None = None
 
 
@@ -121,6 +143,9 @@ def _record(record: DynamoDBRecord) -> str:
             moved = base_move(raw)
             if moved is not None:
                 return _moved(moved, event_id)
+            queued = queue_changed(raw)
+            if queued is not None:
+                return _to_land(*queued, event_id)
             observe.logger.info("not a submission entering verification", event_id=event_id)
             return "skipped"
         observe.bind(task_id=found.task_id)
@@ -171,6 +196,23 @@ def _moved(moved: BaseMove, event_id: Any) -> str:
         tip=moved.tip,
         slot=result.slot,
         event_id=event_id,
+    )
+    return result.outcome.value
+
+
+def _to_land(project: str, version: int, event_id: Any) -> str:
+    result = land(
+        runtime.context(),
+        project,
+        launcher().launch_drain,
+        base=launcher().task_definition,
+        # The queue item's version: a redelivered record asks again with the same id.
+        start_id=f"land|{project}|{version}",
+        stack_concurrency=launcher().concurrency,
+        stale=_stale,
+    )
+    observe.logger.info(
+        "landing queue", outcome=result.outcome.value, project=project, slot=result.slot, event_id=event_id
     )
     return result.outcome.value
 

@@ -26,6 +26,10 @@ class HumanAction(StrEnum):
     REVISE_SPEC = "revise_spec"
     REVERIFY = "reverify"
     ALLOW = "allow"
+    # In the landing queue: to its head (a hotfix; refused while its own push is under way), or
+    # out of it (back to verified).
+    QUEUE_HEAD = "queue_head"
+    LEAVE_QUEUE = "leave_queue"
 
 
 def allowable(task: Task) -> bool:
@@ -68,6 +72,10 @@ def human_actions(task: Task, *, verification_on: bool) -> list[HumanAction]:
             out.append(HumanAction.ALLOW)
         if task.last_submission() is not None:
             out.append(HumanAction.REVERIFY)
+    if task.status is Status.LANDING:
+        out.append(HumanAction.QUEUE_HEAD)
+    if _moves(task, Action.LEAVE_QUEUE, verification_on):
+        out.append(HumanAction.LEAVE_QUEUE)
     if _moves(task, Action.CANCEL, verification_on):
         out.append(HumanAction.CANCEL)
     if task.status in EDITABLE_STATUSES:

@@ -52,6 +52,9 @@ class Action(StrEnum):
     REVISE_SPEC = "revise_spec"
     REVERIFY = "reverify"
     CANCEL = "cancel"
+    LAND = "land"
+    LAND_CULPRIT = "land_culprit"
+    LEAVE_QUEUE = "leave_queue"
 
 
 class Who(StrEnum):
@@ -68,6 +71,8 @@ class Who(StrEnum):
 class Guard(StrEnum):
     VERIFICATION_OFF = "verification_off"
     VERIFICATION_ON = "verification_on"
+    LAND_OFF = "land_off"  # humans land accepted work (the default)
+    LAND_ON = "land_on"  # the verifier lands it (verifier config `land: true`)
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,15 @@ _ROWS: list[Move] = [
     Move(S.VERIFIED, A.STALE_BREAK, S.READY, Who.SERVER),
     Move(S.VERIFIED, A.STALE_CONFLICT, S.READY, Who.SERVER),
     Move(S.VERIFIED, A.STALE_ERROR, S.VERIFIED, Who.SERVER),
-    Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN),
+    Move(S.VERIFIED, A.ACCEPT, S.DONE, Who.HUMAN, guard=Guard.LAND_OFF),
+    # With landing on, accepted work waits in the project's landing queue (domain/landing.py)
+    # until the verifier has it on the base branch: `done` means on the branch.
+    Move(S.VERIFIED, A.ACCEPT, S.LANDING, Who.HUMAN, guard=Guard.LAND_ON),
+    Move(S.LANDING, A.LAND, S.DONE, Who.SERVER),
+    # It passed alone and breaks with what lands ahead of it (or no longer merges): not the
+    # executor's failure of its task, so no attempt, as a batch's culprit.
+    Move(S.LANDING, A.LAND_CULPRIT, S.READY, Who.SERVER),
+    Move(S.LANDING, A.LEAVE_QUEUE, S.VERIFIED, Who.HUMAN),
     Move(S.VERIFIED, A.REOPEN, S.READY, Who.HUMAN, uses_attempt=True),
     Move(S.BLOCKED, A.BLOCKERS_DONE, S.READY, Who.SYSTEM),
     # An edit that gives a ready task an unfinished blocker makes it
@@ -207,7 +220,9 @@ def _rows(source: Status | None, action: Action) -> list[Move]:
     return _index[1].get((source, action), [])
 
 
-def find_move(source: Status | None, action: Action, *, verification_on: bool = False) -> Move:
+def find_move(
+    source: Status | None, action: Action, *, verification_on: bool = False, land_on: bool = False
+) -> Move:
     """The row for (status, action), or E_WRONG_STATE. Guards select among rows, never add any."""
     candidates = _rows(source, action)
     if not candidates:
@@ -223,6 +238,10 @@ def find_move(source: Status | None, action: Action, *, verification_on: bool = 
         if move.guard is Guard.VERIFICATION_OFF and not verification_on:
             return move
         if move.guard is Guard.VERIFICATION_ON and verification_on:
+            return move
+        if move.guard is Guard.LAND_OFF and not land_on:
+            return move
+        if move.guard is Guard.LAND_ON and land_on:
             return move
     state = "on" if verification_on else "off"
     raise TaskgateError(

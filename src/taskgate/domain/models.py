@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from taskgate.domain.commit_ids import Sha
 from taskgate.domain.errors import invalid
+from taskgate.domain.landing import Landed
 from taskgate.domain.merging import BaseTip, MergeConflict, MergedBase
 from taskgate.domain.verifier_config import VerifierConfig
 
@@ -41,6 +42,9 @@ class Status(StrEnum):
     CLAIMED = "claimed"
     NEEDS_VERIFICATION = "needs_verification"
     VERIFIED = "verified"
+    # Accepted with landing on: in the project's landing queue until the verifier lands it on the
+    # base branch (then done). See domain/landing.py.
+    LANDING = "landing"
     DONE = "done"
     BLOCKED = "blocked"
     NEEDS_HUMAN = "needs_human"
@@ -134,6 +138,10 @@ class Project(Record):
     created_by: str
     created_at: datetime
     version: int = 0
+
+    def lands(self) -> bool:
+        """Whether taskgate lands accepted work (a verifier to land it, and the config's `land`)."""
+        return self.verification_on and self.verifier_config is not None and self.verifier_config.land
 
 
 class SpecStatus(StrEnum):
@@ -386,6 +394,8 @@ class Task(Record):
     conflicts_in_row: int = 0  # submissions in a row that did not merge onto the base
     # The base the task's verdict holds for (set by a passing run; None: the commit alone)
     verified_base: MergedBase | None = None
+    # Where the task's work landed on the base branch (landing on: set as it moves to done)
+    landed: Landed | None = None
     needs_human: NeedsHuman | None = None  # why, while the task is in needs_human
     # Protected paths a human allowed a submission to change: its runs do not hold it for them.
     allowed: AllowedChange | None = None

@@ -24,7 +24,9 @@ from taskgate.domain.clock import iso
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 TEST_RESULT = "https://in-toto.io/attestation/test-result/v0.1"
 VSA = "https://slsa.dev/verification_summary/v1"
-PREDICATE_TYPES = (TEST_RESULT, VSA)
+# A landing: the base branch moved, by fast-forward, to the commit the landing queue tested.
+LANDING = "https://taskgate.dev/attestation/landing/v1"
+PREDICATE_TYPES = (TEST_RESULT, VSA, LANDING)
 
 # A run's verdict as a test-result `result`: an error (or a spec error) decided nothing about
 # the code, so it is WARNED, with the reason in `taskgate.error`.
@@ -219,3 +221,34 @@ def verification_summary(
         "taskgate": facts,
     }
     return statement(subject(repo, commit_sha, full_commit), VSA, predicate)
+
+
+def landing(
+    *,
+    repo: str,
+    branch: str,
+    landed_commit: str,
+    tree: str | None,
+    from_tip: str,
+    submitted_commit: str,
+    verified_by: dict[str, Any],
+    acceptance: str,
+    at: datetime,
+    facts: dict[str, Any],
+) -> dict[str, Any]:
+    """The statement of a landing: `branch` of `repo` moved from `from_tip` to `landed_commit`
+    (its tree `tree`), which merges the accepted `submitted_commit`; `verified_by` names the run
+    that tested that exact commit (or the task's own run whose tree it has); `acceptance` is the
+    payload sha256 of the acceptance's summary it carries out."""
+    predicate: dict[str, Any] = {
+        "branch": branch,
+        "landedCommit": landed_commit,
+        "tree": tree,
+        "fromTip": from_tip,
+        "submittedCommit": submitted_commit,
+        "verifiedBy": verified_by,
+        "acceptance": {"sha256": acceptance},
+        "timeLanded": iso(at),
+        "taskgate": facts,
+    }
+    return statement(subject(repo, landed_commit, landed_commit), LANDING, predicate)

@@ -159,6 +159,10 @@ class VerifierConfig(BaseModel):
     merge: Literal["merge", "rebase", "none"] | None = None
     # False: a verified task whose base has moved is not accepted until it is re-verified.
     accept_stale: bool = True
+    # True: accepting a task puts it in the project's landing queue, and the verifier lands it on
+    # the base branch, moving the branch by fast-forward only to exactly the commit it tested
+    # (domain/landing.py); the task is done once it is there. False: humans land accepted work.
+    land: bool = False
 
     hidden_tests: HiddenTests | None = None
     # path glob -> screen rule ids (domain/screen.py RULES) or "*": code a human allowed there.

@@ -27,7 +27,7 @@ from taskgate.mcp.args import (
 )
 from taskgate.mcp.identity import who
 from taskgate.mcp.registry import tool
-from taskgate.service import batches, brief, review, tasks
+from taskgate.service import batches, brief, landing, review, tasks
 from taskgate.service.records import PRIORITY_MAX, PRIORITY_MIN
 
 OwnCriteria = Annotated[
@@ -109,7 +109,9 @@ def create_task(
 
 # The statuses a human's move can reach (the lifecycle table's human rows; a unit test holds
 # this list to the table).
-StatusMove = Literal["ready", "blocked", "backlog", "needs_verification", "done", "cancelled"]
+StatusMove = Literal[
+    "ready", "blocked", "backlog", "needs_verification", "verified", "landing", "done", "cancelled"
+]
 
 FIXED_CRITERIA = (
     " Acceptance criteria are fixed once work can start: only a human (on the board) changes them, "
@@ -161,7 +163,9 @@ def update_task(
             "work (needs findings) or requeues a needs_human task; 'blocked' makes a needs_human "
             "task wait for blocked_by; 'backlog' sends a needs_human task's spec back to draft; "
             "'needs_verification' has a needs_human task verified again; 'done' accepts low-risk "
-            "submitted work. Never for your own work: that moves by claim_task, submit_task, "
+            "submitted work ('landing' too: where taskgate lands accepted work, it waits in the "
+            "project's landing queue until it is on the base branch); 'verified' takes a task out "
+            "of the landing queue (a human's, on the board: a delegated key is refused). Never for your own work: that moves by claim_task, submit_task, "
             "report_failure, escalate and release_task."
         ),
     ] = None,
@@ -241,7 +245,9 @@ def get_task(
     notes, next_notes = tasks.notes_page(ctx, acting, task_id, limit=limit, cursor=notes_cursor)
     history, next_history = tasks.history_page(ctx, acting, task_id, limit=limit, cursor=history_cursor)
     return views.TaskDetail(
-        task=views.task(task, (p := ctx.project(task.project)).verification_on, p.base_tip),
+        task=views.task(
+            task, (p := ctx.project(task.project)).verification_on, p.base_tip, landing.place(ctx, task)
+        ),
         notes=[
             views.NoteView(id=n.id, task_id=n.task_id, author=n.author, body=n.body, at=n.at) for n in notes
         ],

@@ -117,6 +117,16 @@ class TaskView(View):
         description="While verified on a base tip the base branch has moved on from: where it is now "
         "(the verifier checks the task again on that tip by itself)",
     )
+    queue: str | None = Field(
+        default=None,
+        description="While landing (accepted, waiting to be landed on the base branch by taskgate): its "
+        "place in the landing queue and its state, e.g. '2 of 3, waiting'. Dependants start once it lands",
+    )
+    landed: str | None = Field(
+        default=None,
+        description="Once landed: the commit on the base branch its work landed as, e.g. "
+        "'main at <sha> (from <tip>)'",
+    )
     created_by: str
     created_at: datetime
     updated_at: datetime
@@ -280,8 +290,14 @@ def summary(t: Task) -> TaskSummary:
     )
 
 
-def task(t: Task, verification_on: bool | None = None, base_tip: BaseTip | None = None) -> TaskView:
-    """`base_tip`: the project's base branch tip as last reported, when the caller read it."""
+def task(
+    t: Task,
+    verification_on: bool | None = None,
+    base_tip: BaseTip | None = None,
+    queue: dict[str, Any] | None = None,
+) -> TaskView:
+    """`base_tip`: the project's base branch tip as last reported, when the caller read it;
+    `queue`: the task's place in its landing queue (service/landing.place), when it has one."""
     verified = t.status is Status.VERIFIED and t.verified_base is not None
     claim = (
         ClaimView(
@@ -327,6 +343,8 @@ def task(t: Task, verification_on: bool | None = None, base_tip: BaseTip | None 
         stale=stale_line(base_tip)
         if verified and base_tip is not None and stale_on(t.verified_base, base_tip)
         else None,
+        queue=f"{queue['position']} of {queue['of']}, {queue['state']}" if queue else None,
+        landed=f"{t.landed.branch} at {t.landed.commit} (from {t.landed.from_tip})" if t.landed else None,
         created_by=t.created_by,
         created_at=t.created_at,
         updated_at=t.updated_at,

@@ -204,6 +204,43 @@ def for_acceptance(
     return Attestation(task_id=task.id, seq=task.version + 1, at=now, envelope=envelope)
 
 
+def for_landing(
+    attestor: Attestor, *, task: Task, new: Task, repo: str, run: VerificationRun | None, now: datetime
+) -> Attestation | None:
+    """The signed statement of a landing (`new.landed`): None for a task whose acceptance was
+    not signed (there is nothing for it to carry out)."""
+    landed, submission = new.landed, task.last_submission()
+    if landed is None or submission is None or task.attestation_head is None:
+        return None
+    verified_by: dict[str, Any] = {"already": landed.already}
+    if run is not None:
+        body = run.model_dump(mode="json", include={"id", "status", "checks", "evidence", "base"})
+        verified_by |= {"run": run.id, "runDigest": digest(body)}
+    elif landed.reused_run is not None:
+        verified_by |= {"reusedRun": landed.reused_run, "tree": landed.tree}
+    facts: dict[str, Any] = {
+        "task": task.id,
+        "seq": task.version + 1,
+        "landedBy": landed.by,
+        "historyHead": new.history_head,
+        "previous": task.attestation_head,
+    }
+    statement = statements.landing(
+        repo=repo,
+        branch=landed.branch,
+        landed_commit=landed.commit,
+        tree=landed.tree,
+        from_tip=landed.from_tip,
+        submitted_commit=submission.resolved_commit or submission.commit_sha,
+        verified_by=verified_by,
+        acceptance=task.attestation_head,
+        at=now,
+        facts=facts,
+    )
+    envelope, _ = attestor.sign(statement)
+    return Attestation(task_id=task.id, seq=task.version + 1, at=now, envelope=envelope)
+
+
 def payload_digest(envelope: Mapping[str, Any]) -> str:
     return hashlib.sha256(dsse.from_json(envelope).payload).hexdigest()
 

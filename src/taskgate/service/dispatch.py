@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict
 from taskgate import telemetry
 from taskgate.domain.clock import iso
 from taskgate.domain.models import Project, Status
-from taskgate.service import batches, images, records, staleness
+from taskgate.service import batches, images, landing, records, staleness
 from taskgate.service.context import Context
 from taskgate.store.port import ConflictError, Item, Put, lapsed
 from taskgate.store.schema import IndexName
@@ -81,6 +81,7 @@ class DispatchOutcome(StrEnum):
     DRAINING = "draining"  # as many tasks as allowed hold a live slot: they pick the work up
     VERIFICATION_OFF = "verification_off"
     NOTHING_STALE = "nothing_stale"  # the base moved, and no verified task waits for it
+    NOTHING_TO_LAND = "nothing_to_land"  # the landing queue changed, and no step waits in it
 
 
 @dataclass(frozen=True)
@@ -295,17 +296,22 @@ def queued(ctx: Context, project: str, up_to: int) -> int:
 
 
 def waiting(ctx: Context, project: str) -> bool:
-    """A submission waits, or a batch a human asked to verify together (which no stream record
-    announces: the scheduled sweep starts a verifier for it)."""
-    return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, ctx.project(project)))
+    """A submission waits, or a batch a human asked to verify together, or accepted work to
+    land (which no stream record announces: the scheduled sweep starts a verifier for them)."""
+    p = ctx.project(project)
+    return queued(ctx, project, 1) > 0 or bool(batches.open_batches(ctx, p)) or landing.has_work(ctx, p)
 
 
 def work(ctx: Context, project: Project, up_to: int) -> int:
     """What a verifier would take in `project`: submissions, then stale verified tasks (the same
     work the verifier route hands out), counted up to `up_to`."""
     n = queued(ctx, project.name, up_to)
-    if n < up_to:  # every verified task is read to find the stale ones: only when it can matter
+    if n < up_to and not project.lands():
+        # every verified task is read to find the stale ones: only when it can matter (with
+        # landing on, a stale verdict is re-checked in the landing queue, not re-verified)
         n += len(staleness.stale_tasks(ctx, project))
+    if n < up_to and landing.has_work(ctx, project):  # one step at a time: one task's work
+        n += 1
     return min(n, up_to)
 
 
@@ -325,8 +331,34 @@ def restale(
     p = ctx.project(project)
     if not p.verification_on:
         return DrainStarted(DispatchOutcome.VERIFICATION_OFF)
-    if not staleness.stale_tasks(ctx, p):
+    # With landing on, stale verdicts wait for the landing queue to re-check them: a move (often
+    # the queue's own landing) is work only while the queue has a step to take.
+    if p.lands() and not landing.has_work(ctx, p):
         return DrainStarted(DispatchOutcome.NOTHING_STALE)
+    if not p.lands() and not staleness.stale_tasks(ctx, p):
+        return DrainStarted(DispatchOutcome.NOTHING_STALE)
+    return ensure(
+        ctx, project, launch, base=base, start_id=start_id, stack_concurrency=stack_concurrency, stale=stale
+    )
+
+
+def land(
+    ctx: Context,
+    project: str,
+    launch: LaunchDrain,
+    *,
+    base: str,
+    start_id: str,
+    stack_concurrency: int = DEFAULT_CONCURRENCY,
+    stale: Stale = _no_note,
+) -> DrainStarted:
+    """The landing queue changed (an accepted task joined it): a verifier draining `project`
+    when a landing step waits, under the same slots as submissions."""
+    p = ctx.project(project)
+    if not p.verification_on:
+        return DrainStarted(DispatchOutcome.VERIFICATION_OFF)
+    if not landing.has_work(ctx, p):
+        return DrainStarted(DispatchOutcome.NOTHING_TO_LAND)
     return ensure(
         ctx, project, launch, base=base, start_id=start_id, stack_concurrency=stack_concurrency, stale=stale
     )

@@ -16,7 +16,7 @@ from taskgate.domain.lifecycle import Action, human_move
 from taskgate.domain.models import Status, Task
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import review
+from taskgate.service import landing, review
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context
 
@@ -69,6 +69,8 @@ def move_to(
         return done, [warning] if warning else []
     if action is Action.REOPEN:
         return review.reopen(ctx, who, task_id, findings=findings or []), []
+    if action is Action.LEAVE_QUEUE:
+        return landing.leave(ctx, who, task_id), []
     if action is Action.CANCEL:
         return review.cancel(ctx, who, task_id, reason=note or ""), []
     resolved = review.resolve(ctx, who, task_id, _RESOLUTIONS[action], blocked_by=blocked_by, note=note or "")

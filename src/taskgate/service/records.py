@@ -56,6 +56,10 @@ def base_moved_key(project: str) -> tuple[str, str]:
     return (project_pk(project), "BASE-MOVED")
 
 
+def landing_key(project: str) -> tuple[str, str]:
+    return (project_pk(project), "LANDING")
+
+
 def counter_key(project: str) -> tuple[str, str]:
     return (project_pk(project), "COUNTER")
 

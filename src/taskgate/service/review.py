@@ -28,7 +28,7 @@ from taskgate.domain.models import (
 )
 from taskgate.domain.permissions import Op, authorize
 from taskgate.domain.principals import Acting
-from taskgate.service import attestations, cascades, records, refs, staleness
+from taskgate.service import attestations, cascades, landing, records, refs, staleness
 from taskgate.service.claims import settle_expiry
 from taskgate.service.context import Context, event, lines, put_event, put_task
 from taskgate.service.transitions import move
@@ -152,7 +152,13 @@ def accept_saying(
                     f"{task_id} was {together['said']}, and {known.base_tip.branch} is at "
                     f"{known.base_tip.tip[:12]} now: its verdict is stale"
                 )
-            if known.verifier_config is not None and not known.verifier_config.accept_stale:
+            # With landing on, the queue re-checks a stale verdict before it lands (stale tasks
+            # are not re-verified on their own then): accept_stale cannot wait for a run.
+            if (
+                known.verifier_config is not None
+                and not known.verifier_config.accept_stale
+                and not known.lands()
+            ):
                 raise TaskgateError(
                     ErrorCode.WRONG_STATE,
                     f"{warning}; this project accepts only after re-verification (accept_stale: false)",
@@ -175,7 +181,11 @@ def accept_saying(
             together=together,
         )
         # Decided on the spec's risk as read: the commit holds only if the spec is still so.
-        guard = [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
+        guard: list[StoreOp] = (
+            [Check(*records.spec_key(spec.project, spec.number), spec.version)] if spec else []
+        )
+        if new.status is Status.LANDING and project is not None:
+            guard += landing.enqueue(ctx, project, task, who, now)  # the queue's end, in this commit
         repo = records.load(Project, read[keys[1]]).repo if keys[1] in read else ""
         signed = _summary(ctx, task, new, spec, who, now, repo, batch=batch, stale=stale, together=together)
         if signed is not None:
@@ -194,7 +204,8 @@ def accept_saying(
     # Retried when another write (an agent's, a verifier's) landed in between: the human's
     # decision is re-made on what is there now, never answered with E_CONFLICT.
     done = ctx.retrying(attempt)
-    cascades.task_done(ctx, done)
+    if done.status is Status.DONE:  # landing: its dependants start once it has landed
+        cascades.task_done(ctx, done)
     return done, (said[0] if said else None)
 
 
@@ -299,7 +310,8 @@ def _cancel(ctx: Context, who: Acting, task_id: str, reason: str) -> Task:
     now = ctx.clock.now()
     changes: dict[str, Any] = {"claim": None, "live_run": None}
     new, ev = move(task, project, Action.CANCEL, who, now, changes=changes, reason=reason or None)
-    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task)])
+    queue = landing.dequeue(ctx, task)
+    ctx.commit([put_task(task, new), put_event(ev), *_supersede_run(ctx, task), *queue])
     return new.model_copy(update={"version": task.version + 1})
 
 

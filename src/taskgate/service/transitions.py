@@ -40,7 +40,12 @@ def move(
     in the task's needs_human reason if that is where it lands."""
     if project is None and depends_on_project(task.status, action):
         raise AssertionError(f"{action.value} from {task.status.value} depends on the project's settings")
-    row = find_move(task.status, action, verification_on=project is not None and project.verification_on)
+    row = find_move(
+        task.status,
+        action,
+        verification_on=project is not None and project.verification_on,
+        land_on=project is not None and project.lands(),
+    )
     # Without the project the row lands outside ready, where max_attempts is never compared.
     max_attempts = task.effective_max_attempts(project) if project is not None else 0
     out = land(

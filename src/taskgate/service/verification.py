@@ -342,7 +342,10 @@ def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[
         submitted = list(ctx.tasks_in_status(name, Status.NEEDS_VERIFICATION))
         free = [t for t in submitted if t.live_run is None] if on else []
         out += free
-        stale_here = [t for t in staleness.stale_tasks(ctx, p) if t.live_run is None] if on else []
+        # With landing on, a stale verdict is checked again when it lands (in the queue), not on
+        # every move of the tip: re-verifying every waiting task on each landing is quadratic.
+        again = on and not p.lands()
+        stale_here = [t for t in staleness.stale_tasks(ctx, p) if t.live_run is None] if again else []
         stale += stale_here
         if on or submitted or project is not None:
             running = sum(1 for t in submitted if t.live_run is not None) if on else 0
@@ -359,7 +362,7 @@ def queues(ctx: Context, who: Acting, project: str | None = None) -> tuple[list[
                     or (known.branch if known else None),
                     base_tip=known.tip if known else None,
                     merge=cfg.merge if cfg else None,
-                    stale=len(stale_here) if on else 0,
+                    stale=len(stale_here),
                 )
             )
     # Submissions first; then the stale verified tasks, oldest verdict first.

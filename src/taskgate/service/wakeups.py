@@ -131,7 +131,8 @@ class Signal:
 def brings_work(ops: Sequence[Op]) -> bool:
     """Whether a commit may give a verifier something to start: a task now waiting for
     verification with no run on it (a submission, a reverify, a run that ended as an error), or
-    a project changed (verification switched on, its config saved), a batch waiting for a run."""
+    a project changed (verification switched on, its config saved), a batch waiting for a run,
+    a landing queue with entries and no step in progress."""
     for op in ops:
         if not isinstance(op, Put):
             continue
@@ -141,5 +142,7 @@ def brings_work(ops: Sequence[Op]) -> bool:
         if sk.startswith("TASK#") and data.get("status") == _WAITING and not data.get("live_run"):
             return True
         if sk.startswith("BATCH#") and data.get("status") == "queued":  # a batch to verify together
+            return True
+        if sk == "LANDING" and data.get("entries") and not data.get("live"):  # work to land
             return True
     return False

@@ -67,6 +67,7 @@ class Links:
 
     last: str | None = None  # the payload sha256 of the last statement followed
     passes: set[tuple[str, str]] = field(default_factory=set)  # (payload sha256, commit) of passes
+    accepted: set[str] = field(default_factory=set)  # payload sha256 of acceptances' summaries
 
     def follow(self, stmt: dict[str, Any], payload: bytes, commit: str) -> str | None:
         """Why `stmt` (its payload, the commit it is about) does not follow the statements
@@ -82,11 +83,19 @@ class Links:
         if stmt.get("predicateType") == statements.TEST_RESULT:
             if predicate.get("result") == "PASSED":
                 self.passes.add((digest, commit))
+        elif stmt.get("predicateType") == statements.LANDING:
+            # A landing carries out an acceptance signed before it, and is about the commit landed.
+            ref = (predicate.get("acceptance") or {}).get("sha256")
+            if ref not in self.accepted:
+                return f"the landing carries out acceptance {ref!r}, which is no acceptance before it"
+            if predicate.get("landedCommit") != commit:
+                return f"the landing names commit {predicate.get('landedCommit')!r} and is about {commit}"
         else:
             for given in predicate.get("inputAttestations") or []:
                 ref = (given.get("digest") or {}).get("sha256") if isinstance(given, dict) else None
                 if (ref, commit) not in self.passes:
                     return f"the summary relies on statement {ref!r}, which is no passed run of its commit {commit} before it"
+            self.accepted.add(digest)
         self.last = digest
         return None
 

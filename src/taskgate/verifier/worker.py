@@ -26,6 +26,7 @@ from taskgate.verifier.batch import BatchRunner
 from taskgate.verifier.cache import DEFAULT_MAX_MB, CacheStore, LocalCacheStore
 from taskgate.verifier.checkout import Git
 from taskgate.verifier.jobs import Lines, run_jobs
+from taskgate.verifier.landing import NOT_CLEAN, NOT_OWNER, LandingRunner
 from taskgate.verifier.process import scrubbed_env
 from taskgate.verifier.sandbox import Sandbox
 from taskgate.verifier.state import Gathered, Verifier
@@ -154,6 +155,8 @@ class Worker:
         self._refused: set[str] = set()  # tasks whose start was refused for a reason of their own
         self._batches: list[tuple[str, str]] = []  # (project, batch id) the last work answer offered
         self._batches_refused: set[tuple[str, str]] = set()  # refused for a reason of their own
+        self._landing: list[str] = []  # projects whose landing queue the last work answer offered
+        self._landing_refused: set[str] = set()
 
     def _print(self, line: str, file: TextIO) -> None:
         if self._lines is None:
@@ -221,19 +224,23 @@ class Worker:
         task waiting: it is not started again here)."""
         tried: set[str] = set()
         batches_tried: set[tuple[str, str]] = set()
+        landing_tried: set[str] = set()
         first = True
         while True:
             items, idle, _ = self.waiting()
             fresh = [t for t in items if t not in tried]
             batches = [b for b in self._batches if b not in batches_tried]
-            if not fresh and not batches:
+            landing = [p for p in self._landing if p not in landing_tried]
+            if not fresh and not batches and not landing:
                 if first and self._slot == 0:
                     self.note(f"taskgate verify: {idle}")
                 return 0
             first = False
             tried.update(fresh)
             batches_tried.update(batches)
+            landing_tried.update(landing)
             self._batches = batches
+            self._landing = landing
             self._round(fresh)
 
     def poll(self) -> int:
@@ -249,7 +256,7 @@ class Worker:
                 said = "" if items else idle
                 # Batches offered that this verifier was refused: the server answers at once
                 # while they wait, so they count as something offered, like refused tasks.
-                offered = bool(self._batches)
+                offered = bool(self._batches) or bool(self._landing)
                 tried = self._round(items)
             except Unreachable as exc:  # a service outlives server restarts: try again next round
                 self._print(f"taskgate verify: {exc}; retrying in {self.opts.interval_s:g} s", sys.stderr)
@@ -283,6 +290,9 @@ class Worker:
                 batches, self._batches = self._batches, []
                 for project, batch_id in batches:
                     ran = bool(self.verify_batch(project, batch_id)) or ran
+                landing, self._landing = self._landing, []
+                for project in landing:
+                    ran = bool(self.land(project)) or ran
                 for task_id in items:
                     if slot is not None and not slot.held():
                         break
@@ -316,12 +326,17 @@ class Worker:
         batches = [b for b in offered if b not in self._batches_refused]
         for project, batch_id in batches:  # a human waits on these: before single submissions
             self.verify_batch(project, batch_id)
+        to_land, self._landing = self._landing, []
+        self._landing_refused &= set(to_land)
+        landing = [p for p in to_land if p not in self._landing_refused]
+        for project in landing:  # accepted work waiting to land: before single submissions too
+            self.land(project)
         self._refused &= set(items)
         fresh = [t for t in items if t not in self._refused]
         at = self._slot % len(fresh) if fresh else 0
         for task_id in fresh[at:] + fresh[:at]:
             self.verify(task_id)
-        return len(fresh) + len(batches)
+        return len(fresh) + len(batches) + len(landing)
 
     def _call(self, client: Client, method: str, path: str, body: Any = None, query: Any = None) -> Any:
         try:
@@ -349,6 +364,7 @@ class Worker:
             query.pop("wait", None)
             out = self._call(self.local, "GET", "/api/verifier/work", query=query or None)
         self._batches = [(b["project"], b["id"]) for b in out.get("batches", [])]
+        self._landing = list(out.get("landing", []))
         return list(out["items"]), idle_reason(out.get("projects", []), self.opts.project), waited
 
     def _notice_base_moves(self, projects: list[dict[str, Any]]) -> bool:
@@ -493,6 +509,78 @@ class Worker:
                     )
             if batch["status"] in ("done", "stopped"):
                 return lines
+
+    def _sender(self, path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        def send(body: dict[str, Any]) -> dict[str, Any]:
+            out: dict[str, Any] = self._call(self.local, "POST", path, body)
+            return out
+
+        return send
+
+    def land(self, project: str) -> list[dict[str, Any]]:
+        """Run landing steps of `project`'s queue until it is empty, another verifier has the
+        next step, or a step ends as an error; one line per step. The server decides each step
+        and which commit to push; this builds, runs and pushes."""
+        lines: list[dict[str, Any]] = []
+        path = f"/api/verifier/projects/{_path(project)}/landing/runs"
+        refused_in_row = 0
+        while True:
+            try:
+                work = self._call(self.local, "POST", path)
+            except ApiError as exc:
+                code = exc.body.get("code", exc.status)
+                if code not in _RACE_CODES:
+                    self.note(f"landing {project}: not started ({code}: {exc.body.get('message', '')})")
+                    self._landing_refused.add(project)
+                return lines
+            run_id = work["run_id"]
+            tasks = [t["task_id"] for t in work["tasks"]]
+            self.say(f"landing {project}: step {run_id} builds {', '.join(tasks)} onto {work['branch']}")
+            runner = LandingRunner(
+                env=self.env,
+                secrets=self.secrets,
+                git_token=self.opts.git_token,
+                progress=lambda line: self.say(f"  landing {project} {line}"),
+                sandbox=self.opts.sandbox,
+            )
+            try:
+                out = runner.land(work, self._sender(f"{path}/{_path(run_id)}/evidence"),
+                                  self._sender(f"{path}/{_path(run_id)}/push"))  # fmt: skip
+            except ApiError as exc:
+                self.note(
+                    f"landing {project}: the server refused the step's report "
+                    f"({exc.body.get('code', exc.status)}: {exc.body.get('message', '')})"
+                )
+                return lines
+            step = out.step
+            line = {
+                "landing": project,
+                "run_id": run_id,
+                "tasks": tasks,
+                "tip": out.tip,
+                "tested": [[t["task_id"], t["verdict"]] for t in step.get("tested", [])],
+                "push": step.get("push"),
+                "pushed": out.pushed,
+                "outcome": step.get("outcome"),
+                "landed": step.get("landed", []),
+                "culprit": step.get("culprit"),
+                "why": step.get("why"),
+                "error": out.error,
+            }
+            lines.append(line)
+            if self.opts.json:
+                self._print(json.dumps(line, sort_keys=True), self.out)
+            else:
+                self.say(
+                    f"landing {project}: {line['outcome']}; landed {', '.join(line['landed']) or 'none'}"
+                    + (f"; back to ready: {line['culprit']}" if line["culprit"] else "")
+                    + (f" ({line['why']})" if line["why"] else "")
+                )
+            refused_in_row = refused_in_row + 1 if line["outcome"] == "refused" else 0
+            if line["outcome"] in ("error", "nothing") or refused_in_row >= FINISH_TRIES:
+                return lines
+            if line["outcome"] == "refused" and line["why"] in (NOT_CLEAN, NOT_OWNER):
+                return lines  # a person's work tree: tried again at the next poll, not at once
 
     def _about_image(self, task_id: str, image: str | None) -> None:
         """A config's image is for the cloud's containers; a verifier outside one (no

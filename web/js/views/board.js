@@ -2,7 +2,7 @@
 // kept in the URL, low-risk batch accept, and a task drawer. It polls the API while the tab is
 // visible and updates cards in place, so the user's focus, scroll and open drawer stay put.
 
-import { all, enc, post } from "../api.js";
+import { all, enc, get, post } from "../api.js";
 import { countdown, h, label, replace, rerender } from "../dom.js";
 import * as url from "../state.js";
 import { actionDialog, notify } from "../ui.js";
@@ -16,6 +16,7 @@ export const STATUSES = [
   "claimed",
   "needs_verification",
   "verified",
+  "landing",
   "needs_human",
   "done",
   "cancelled",
@@ -31,6 +32,7 @@ function agentsOf(task) {
 export function mountBoard(root, app) {
   const project = () => app.project;
   let tasks = [];
+  let queue = new Map(); // task id -> its landing queue entry (position, state)
   const selected = new Set();
   const cards = new Map(); // id -> {li, sig}
   let inflight = false;
@@ -100,6 +102,13 @@ export function mountBoard(root, app) {
     return true;
   }
 
+  // Whether taskgate lands this project's accepted work (verifier config `land`): the Landing
+  // lane shows then, or while a task is in it.
+  function lands() {
+    const p = app.projectRecord;
+    return Boolean(p.verification_on && p.verifier_config && p.verifier_config.land);
+  }
+
   function batchable(task) {
     return (task.actions || []).includes("batch_accept");  // the server's rule, low risk and acceptable
   }
@@ -139,6 +148,13 @@ export function mountBoard(root, app) {
       // The base the verdict holds for, in a few characters; the drawer says it in full.
       parts.push(h("p", { class: "card-base", title: `verified on ${task.verified_on || baseWords(task.verified_base)}` }, "on ", h("span", { class: "card-base-at" }, baseShort(task.verified_base))));
     }
+    if (task.status === "landing") {
+      const entry = queue.get(task.id);
+      parts.push(h("p", { class: "card-landing" }, entry ? `#${entry.position} · ${entry.state}` : "in the landing queue"));
+    }
+    if (task.landed) {
+      parts.push(h("p", { class: "card-landed", title: `landed on ${task.landed.branch} at ${task.landed.commit}` }, "landed at ", h("span", { class: "card-base-at" }, task.landed.commit.slice(0, 7))));
+    }
     const flags = flagsOf(task);
     if (flags.length) parts.push(h("ul", { class: "flags" }, flags.map(([kind, text]) => h("li", { class: `flag flag-${kind}` }, text))));
     return parts;
@@ -172,8 +188,9 @@ export function mountBoard(root, app) {
     for (const t of shown) byStatus.get(t.status).push(t);
     const seen = new Set();
     for (const [status, col] of columns) {
-      col.section.hidden = Boolean(f.status) && f.status !== status;
       const list = byStatus.get(status).sort((a, b) => b.priority - a.priority || a.number - b.number);
+      if (status === "landing") list.sort((a, b) => (queue.get(a.id)?.position ?? 1e9) - (queue.get(b.id)?.position ?? 1e9));
+      col.section.hidden = (Boolean(f.status) && f.status !== status) || (status === "landing" && !lands() && list.length === 0 && f.status !== status);
       col.count.textContent = `(${list.length})`;
       // An empty column shrinks to its heading, so the nine fit a 1,280 px window (unless it is
       // the one column a status filter asked for).
@@ -181,7 +198,7 @@ export function mountBoard(root, app) {
       const wanted = [];
       for (const t of list) {
         seen.add(t.id);
-        const sig = JSON.stringify([t, selected.has(t.id), batchable(t)]);
+        const sig = JSON.stringify([t, selected.has(t.id), batchable(t), queue.get(t.id) || null]);
         let card = cards.get(t.id);
         if (!card) {
           card = { li: h("li", { class: "card", dataset: { task: t.id } }), sig: "" };
@@ -217,6 +234,9 @@ export function mountBoard(root, app) {
       const [list, proj] = await Promise.all([all(`/api/projects/${enc(project())}/tasks`), app.reloadProject()]);
       void proj;
       tasks = list;
+      const landing = lands() || list.some((t) => t.status === "landing");
+      const q = landing ? await get(`/api/projects/${enc(project())}/queue`) : { entries: [] };
+      queue = new Map(q.entries.map((e) => [e.task_id, e]));
       render();
       app.online(true);
       await syncDrawer();

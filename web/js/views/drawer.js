@@ -69,6 +69,35 @@ function needsHumanBanner(task) {
   );
 }
 
+// Whether taskgate lands the project's accepted work, and on which branch.
+function landsOn(project) {
+  return Boolean(project.verification_on && project.verifier_config && project.verifier_config.land);
+}
+
+function landBranch(project, task) {
+  const cfg = project.verifier_config || {};
+  return cfg.base_branch || (cfg.reviewer && cfg.reviewer.base_branch) || (task.verified_base && task.verified_base.branch) || (project.base_tip && project.base_tip.branch) || "main";
+}
+
+// Where the work lands: the branch, the merge tree its verdict was reached on, its place in the
+// landing queue, and once landed the commit on the branch.
+function landingBanner(task, project) {
+  if (!task.landed && task.status !== "landing" && !(task.status === "verified" && landsOn(project))) return null;
+  const rows = [["Branch", task.landed ? task.landed.branch : landBranch(project, task)]];
+  if (task.verified_base && task.verified_base.tree) rows.push(["Verified merge tree", task.verified_base.tree]);
+  if (task.queue) rows.push(["Landing queue", `${task.queue.position} of ${task.queue.of}, ${task.queue.state}`]);
+  if (task.landed) {
+    rows.push(["Landed commit", task.landed.commit]);
+    if (task.landed.tree) rows.push(["Landed tree", task.landed.tree]);
+    rows.push(["Moved from", task.landed.from_tip]);
+  }
+  return h(
+    "div",
+    { class: "banner landing", role: "note", "aria-label": "Where it lands" },
+    h("dl", {}, rows.map(([k, v]) => [h("dt", {}, k), h("dd", { dataset: { key: `landing-${k.toLowerCase().replaceAll(" ", "-")}` } }, h("code", {}, v))])),
+  );
+}
+
 // The base the task's verdict holds for, and whether it is stale (the base branch moved since).
 function verdictBase(task) {
   if (task.status !== "verified" || !task.verified_on) return null;
@@ -245,13 +274,48 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
               title: `Accept ${id}?`,
               body: [
                 task.stale ? h("p", { class: "stale-warning" }, `Its verdict is stale (${task.stale_note || "the base branch has moved since"}): it was verified on ${task.verified_on}.`) : null,
-                h("p", {}, risky ? `${id} is ${task.risk} risk: it is accepted on its own, by you. Check its evidence first.` : `${id} moves to done.`),
+                h("p", {}, risky ? `${id} is ${task.risk} risk: it is accepted on its own, by you. Check its evidence first.` : task.status === "verified" && landsOn(app.projectRecord) ? `${id} joins the landing queue.` : `${id} moves to done.`),
+                task.status === "verified" && landsOn(app.projectRecord)
+                  ? h("p", { class: "lands-where" }, `taskgate lands it on ${landBranch(app.projectRecord, task)} of ${app.projectRecord.repo}: tested on top of the tasks ahead of it, the branch moves by fast-forward to exactly the commit it tested. It is done once it is there.`)
+                  : h("p", { class: "lands-where" }, `Landing is yours: merge its commit into ${landBranch(app.projectRecord, task)} yourself.`),
               ],
               confirm: "Accept",
               done: `${id} accepted.`,
               run: () => post(`${base}/accept`),
             }),
         }, "Accept"),
+      );
+    }
+    if (can(task, "queue_head")) {
+      buttons.push(
+        h("button", {
+          type: "button",
+          dataset: { key: "queue-head" },
+          onClick: () =>
+            act({
+              title: `Move ${id} to the head of the landing queue?`,
+              body: [h("p", {}, "A hotfix: it is the next to land, behind a push already under way.")],
+              confirm: "Move to head",
+              done: `${id} lands next.`,
+              run: () => post(`${base}/queue/head`),
+            }),
+        }, "Move to head"),
+      );
+    }
+    if (can(task, "leave_queue")) {
+      buttons.push(
+        h("button", {
+          type: "button",
+          dataset: { key: "queue-leave" },
+          onClick: () =>
+            act({
+              title: `Take ${id} out of the landing queue?`,
+              body: [h("p", {}, `${id} goes back to verified: not accepted, not landed.`)],
+              confirm: "Take out",
+              done: `${id} left the landing queue.`,
+              run: () => post(`${base}/queue/leave`),
+            }),
+        }, "Take out of the queue"),
       );
     }
     if (can(task, "reopen")) {
@@ -675,6 +739,7 @@ export function mountDrawer(el, app, { onClose, onChanged }) {
       ),
       flagList(flags),
       verdictBase(task),
+      landingBanner(task, project),
       needsHumanBanner(task),
       actions(task),
       section(

@@ -4,7 +4,7 @@ batch), reopen, cancel, resolve."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
@@ -17,6 +17,7 @@ from taskgate.api.schemas import (
     BatchResult,
     CancelIn,
     NoteIn,
+    QueuePlace,
     ReopenIn,
     ResolveIn,
     TaskCreate,
@@ -28,8 +29,9 @@ from taskgate.api.schemas import (
 )
 from taskgate.domain.batches import Batch
 from taskgate.domain.errors import ErrorCode
+from taskgate.domain.ids import parse_task_id
 from taskgate.domain.models import Note, Status
-from taskgate.service import attestations, batches, review, staleness, tasks
+from taskgate.service import attestations, batches, landing, review, staleness, tasks
 
 H = Access.HUMAN
 TAGS = ("tasks",)
@@ -103,6 +105,10 @@ def get_task(
             task,
             (p := staleness.seen_base(ctx, ctx.project(task.project), [task])).verification_on,
             p.base_tip,
+        ).model_copy(
+            update={
+                "queue": QueuePlace.model_validate(place) if (place := landing.place(ctx, task)) else None
+            }
         ),
         history=history,
         history_cursor=next_history,
@@ -226,3 +232,39 @@ def resolve_task(task_id: str, body: ResolveIn) -> TaskOut:
 )
 def get_batch(project: str, batch_id: str) -> Batch:
     return batches.get(runtime.context(), caller(), project, batch_id)
+
+
+@route(
+    "GET",
+    "/api/projects/<project>/queue",
+    H,
+    summary="The project's landing queue: accepted tasks in the order they land, each one's state "
+    "(waiting, testing on top of the ones ahead, landing), the live step and the last few",
+    tags=TAGS,
+)
+def landing_queue(project: str) -> dict[str, Any]:
+    return landing.show(runtime.context(), caller(), project)
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/queue/head",
+    H,
+    summary="Move a task to the head of its landing queue (a hotfix), behind a push in flight",
+    tags=TAGS,
+)
+def queue_head(task_id: str) -> dict[str, Any]:
+    landing.hotfix(runtime.context(), caller(), task_id)
+    return landing.show(runtime.context(), caller(), parse_task_id(task_id)[0])
+
+
+@route(
+    "POST",
+    "/api/tasks/<task_id>/queue/leave",
+    H,
+    summary="Take a task out of its landing queue: it is verified again, neither accepted nor landed",
+    tags=TAGS,
+)
+def queue_leave(task_id: str) -> dict[str, Any]:
+    task = landing.leave(runtime.context(), caller(), task_id)
+    return {"task_id": task.id, "status": task.status.value}

@@ -14,6 +14,8 @@ from taskgate.api.schemas import (
     BaseMovedIn,
     BatchFinishIn,
     FinishIn,
+    LandingEvidenceIn,
+    LandingPushIn,
     ReviewIn,
     RunFinished,
     RunWork,
@@ -21,8 +23,9 @@ from taskgate.api.schemas import (
     WaitingWork,
 )
 from taskgate.domain.batches import Batch
+from taskgate.domain.landing import Step
 from taskgate.domain.models import VerificationRun
-from taskgate.service import batches, staleness, verification
+from taskgate.service import batches, landing, staleness, verification
 from taskgate.telemetry import Metric
 
 TAGS = ("verifier",)
@@ -56,10 +59,18 @@ def waiting_work(
             for b in batches.open_batches(ctx, ctx.project(q.project))
         ]
 
+    def to_land(queues: list[verification.Queue]) -> list[str]:
+        return [q.project for q in queues if landing.has_work(ctx, ctx.project(q.project))]
+
     waiting, queues, waited = verification.queues_waiting(
-        ctx, caller(), project, wait or 0.0, more=lambda qs: bool(together(qs))
+        ctx, caller(), project, wait or 0.0, more=lambda qs: bool(together(qs)) or bool(to_land(qs))
     )
-    body = {"items": [t.id for t in waiting], "batches": together(queues), "wait_s": waited}
+    body = {
+        "items": [t.id for t in waiting],
+        "batches": together(queues),
+        "landing": to_land(queues),
+        "wait_s": waited,
+    }
     return WaitingWork.model_validate(body | {"projects": [vars(q) for q in queues]})
 
 
@@ -156,3 +167,65 @@ def finish_batch_run(project: str, batch_id: str, run_id: str, body: BatchFinish
         error=body.error,
     )
     return batches.finish_step(runtime.context(), caller(), project, batch_id, run_id, report)
+
+
+LANDING = "/api/verifier/projects/<project>/landing/runs"
+
+
+@route(
+    "POST",
+    LANDING,
+    Access.LOCAL_VERIFIER,
+    summary="Start the next step of the project's landing queue: the head entries' commits, in "
+    "order, to merge onto the base branch's tip, each prefix to test (one live step per queue)",
+    status=201,
+    tags=TAGS,
+)
+def start_landing_step(project: str) -> dict[str, Any]:
+    return landing.start_step(runtime.context(), caller(), project)
+
+
+@route(
+    "POST",
+    f"{LANDING}/<run_id>/evidence",
+    Access.LOCAL_VERIFIER,
+    summary="Send how each prefix of a landing step did; the server decides which prefix's commit "
+    "to push (`push`), or applies what it decided at once when there is none",
+    tags=TAGS,
+    body=True,
+)
+def landing_evidence(project: str, run_id: str, body: LandingEvidenceIn) -> Step:
+    ev = landing.Evidence(
+        branch=body.branch,
+        tip=body.tip,
+        error=body.error,
+        prefixes=tuple(
+            landing.Prefix(
+                task_id=p.task_id,
+                head=p.head,
+                tree=p.tree,
+                already=p.already,
+                reused=p.reused,
+                conflict_paths=tuple(p.conflict_paths),
+                checks=p.checks,
+                results=p.results,
+            )
+            for p in body.prefixes
+        ),
+    )
+    return landing.record_evidence(runtime.context(), caller(), project, run_id, ev)
+
+
+@route(
+    "POST",
+    f"{LANDING}/<run_id>/push",
+    Access.LOCAL_VERIFIER,
+    summary="Say what the push of the decided commit did: landed (its tasks are done) or refused "
+    "(the tip moved: nothing lands, the next step builds on the new tip)",
+    tags=TAGS,
+    body=True,
+)
+def landing_push(project: str, run_id: str, body: LandingPushIn) -> Step:
+    return landing.record_push(
+        runtime.context(), caller(), project, run_id, head=body.head, pushed=body.pushed, why=body.why
+    )
