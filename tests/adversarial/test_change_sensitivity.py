@@ -88,6 +88,21 @@ def test_the_fix_with_a_new_test_that_calls_it_verifies(live: Live, tmp_path: Pa
     assert evidence["stubbed"]["result"] == "fail" and evidence["passes_stubbed"] is False
 
 
+def test_a_passing_run_says_its_extra_runs_are_expected_to_fail(live: Live, tmp_path: Path) -> None:
+    """What a person reads before "passed -> verified": the stubbed run's failure is labelled as
+    the failure an honest change gets there, not left to read like the run's own."""
+    gate = _gate(live, tmp_path, {"slug.py": BROKEN, "test_slug.py": NO_DIGITS_TESTS})
+    tid = gate.task([NEW_DIGITS])
+    gate.submit(tid, gate.repo.commit({"slug.py": SLUGIFY, "test_digits.py": DIGITS_TEST}, "the fix"))
+    done = gate.verify("--once", "--project", gate.project)
+    assert done.returncode == 0, done.stderr
+    assert f"{tid}: passed -> verified" in done.stdout, done.stdout
+    stubbed = [line for line in done.stdout.splitlines() if "stubbed out" in line and " fail" in line]
+    assert stubbed and all("(changed functions stubbed out: expected to fail)" in x for x in stubbed), (
+        done.stdout
+    )
+
+
 def test_the_fix_refactored_into_a_package_verifies(live: Live, tmp_path: Path) -> None:
     """slug.py becomes slug/__init__.py with the work in slug/core.py: a new file, every function
     of it stubbed; the deleted module hits nothing."""

@@ -107,8 +107,8 @@ NODE_CHECKS: dict[str, Any] = {
         "report": {"path": "reports/junit.xml", "format": "junit"},
     }
 }
-# The test holds its own slugify: it passes before the change too, so it is a guard (without
-# the mark the run would be held: a new test that passes without the change).
+# The test holds its own slugify: it passes before the change too, so it is a guard, and a
+# guard's test is the baseline's (one the submission adds is a spec error).
 NODE_DIGITS = {
     "text": "digits are kept",
     "kind": "test",
@@ -298,11 +298,11 @@ def test_the_derived_node_image_verifies_a_node_test_repository(
     gate = _gate(
         live,
         daemon,
-        {"package.json": '{"name": "slug", "private": true}\n'},
+        {"package.json": '{"name": "slug", "private": true}\n', "slug.test.js": SLUG_TEST_JS},
         {"checks": NODE_CHECKS, "image": images.node},
     )
     tid = gate.task([NODE_DIGITS])
-    gate.submit(tid, gate.repo.commit({"slug.test.js": SLUG_TEST_JS}))
+    gate.submit(tid, gate.repo.commit({"README.md": "Slugs keep their digits.\n"}))
     ran = _run(podman, gate, images.node, task_command(tid), timings, "node image, dispatched run")
     assert ran.done.returncode == 0 and f"{tid}: passed -> verified" in ran.output, ran.output
     [run] = gate.detail(tid)["runs"]
@@ -391,9 +391,11 @@ def test_a_hostile_check_in_the_container_finds_no_key_anywhere_it_can_read(
             }
         },
     }
-    gate = _gate(live, daemon, {"README": "scan\n"}, config)
+    # The check runs hostile.py by path: it is the harness, so the grading run takes the
+    # baseline's. It is there from the start; the submission changes something else.
+    gate = _gate(live, daemon, {"README": "scan\n", "hostile.py": HOSTILE_PY}, config)
     tid = gate.task([{"text": "no key readable", "kind": "test", "verify_ref": "hostile.finds_no_key"}])
-    gate.submit(tid, gate.repo.commit({"hostile.py": HOSTILE_PY}))
+    gate.submit(tid, gate.repo.commit({"README": "scan again\n"}))
     git_token = "tggit_" + hashlib.sha256(gate.project.encode()).hexdigest()[:32]
     ran = run_as_ecs(
         podman,
@@ -419,10 +421,8 @@ def test_a_hostile_check_in_the_container_finds_no_key_anywhere_it_can_read(
     assert leaked == [], f"the check read {leaked}"
     # It really looked: every process it may see, and the image's files.
     assert report["scanned"]["environ"] >= 1 and report["scanned"]["files"] > 5000, report["scanned"]
-    # hostile.py is a file the check runs by path, added by the submission: a human decides it
-    # (no attempt used), and its report is still recorded as the evidence it earned.
-    assert (run["status"], gate.detail(tid)["task"]["status"]) == ("needs_human", "needs_human"), ran.output
-    assert "the submission changes protected paths: hostile.py" in run["summary"], run["summary"]
+    # Its report is the evidence the run earned: nothing readable, so the criterion passes.
+    assert (run["status"], gate.detail(tid)["task"]["status"]) == ("passed", "verified"), ran.output
     assert [e["result"] for e in run["evidence"].values()] == ["pass"], run["evidence"]
 
 
