@@ -15,7 +15,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.support import Site, off_loop, sign_in
 from tests.mcp.live import Live
-from tests.support.conf_project import CONF, CONF_TEST, on_branch
+from tests.support.conf_project import CONF, CONF_TEST, on_branch, own_change
 from tests.support.users import shared_tmp
 from tests.verifier.support import Gate, Repo, git, pytest_config
 
@@ -24,16 +24,6 @@ from tests.verifier.support import Gate, Repo, git, pytest_config
 def tmp_path() -> Iterator[Path]:
     """The checks run as an unprivileged user when the suite runs as root."""
     yield from shared_tmp()
-
-
-def own_test(name: str) -> tuple[dict[str, str], dict[str, object]]:
-    body = f"def test_{name}():\n    assert '{name}'.isalpha()\n"
-    return {f"test_{name}.py": body}, {
-        "text": f"{name} works",
-        "kind": "test",
-        "verify_ref": f"test_{name}.test_{name}",
-        "guard": True,
-    }
 
 
 def card(page: Page, tid: str) -> Locator:
@@ -55,7 +45,7 @@ def test_accepted_cards_wait_in_the_landing_lane_and_name_their_commit_once_land
     fork = git(repo.path, "rev-parse", "HEAD")
     ids = []
     for name in ("north", "south"):
-        files, criterion = own_test(name)
+        files, criterion = own_change(name)
         tid = gate.task([criterion])
         off_loop(gate.submit, tid, on_branch(repo, name, fork, files))
         ids.append(tid)

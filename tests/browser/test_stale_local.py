@@ -14,13 +14,12 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.support import Site, off_loop, sign_in
 from tests.mcp.live import Live
+from tests.support.conf_project import USE, USE_PY, USES
 from tests.support.users import shared_tmp
 from tests.verifier.support import Gate, Repo, git, pytest_config
 
 CONF = "LIMIT = 10\n"
 CONF_TEST = "import conf\n\n\ndef test_limit():\n    assert conf.LIMIT == 10\n"
-USES = "import conf\n\n\ndef test_uses_limit():\n    assert conf.LIMIT * 2 == 20\n"
-USE = {"text": "the limit doubles", "kind": "test", "verify_ref": "test_use.test_uses_limit", "guard": True}
 # The board polls every 3 s and the server reads a tip at most once per 2 s per project.
 SEEN_WITHIN_MS = 15_000
 
@@ -43,7 +42,7 @@ def test_a_git_commit_on_main_marks_the_card_stale_and_the_accept_warns(
     tip0 = git(repo.path, "rev-parse", "HEAD")
     tid = gate.task([USE])
     git(repo.path, "checkout", "--quiet", "-b", "use")
-    sha = repo.commit({"test_use.py": USES}, "use")
+    sha = repo.commit({"use.py": USE_PY, "test_use.py": USES}, "use")
     git(repo.path, "checkout", "--quiet", "main")
     off_loop(gate.submit, tid, sha)
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]  # the verifier has exited

@@ -10,7 +10,7 @@ import pytest
 from taskgate.domain.errors import TaskgateError
 from taskgate.domain.human_actions import HumanAction, human_actions
 from taskgate.domain.models import FailureKind, Risk, Status, Task
-from taskgate.service import review, tasks
+from taskgate.service import landing, review, tasks
 from taskgate.service.claims import escalate, report_failure
 from taskgate.service.review import Resolution
 from tests.support.world import World
@@ -106,6 +106,10 @@ def _take(w: World, task: Task, action: HumanAction) -> bool:
             review.cancel(w.ctx, h, tid)
         case HumanAction.EDIT:
             tasks.update(w.ctx, h, tid, title="Renamed")
+        case HumanAction.QUEUE_HEAD:
+            landing.hotfix(w.ctx, h, tid)
+        case HumanAction.LEAVE_QUEUE:
+            landing.leave(w.ctx, h, tid)
         case HumanAction.BLOCK:
             review.resolve(w.ctx, h, tid, Resolution.BLOCK, blocked_by=[w.task().id])
         case _:

@@ -35,3 +35,13 @@ def on_branch(repo: Repo, name: str, start: str, files: dict[str, str]) -> str:
     sha = repo.commit(files, name)
     git(repo.path, "checkout", "--quiet", "main")
     return sha
+
+
+def own_change(name: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """A change of its own, touching no other: a module `name` with one function and its test,
+    named by a criterion. The test fails before the change and with the function stubbed out, as
+    a test of new behaviour does; it merges with any other such change."""
+    module = f"def {name}():\n    return {name!r}\n"
+    test = f"from {name} import {name}\n\n\ndef test_{name}():\n    assert {name}() == {name!r}\n"
+    criterion = {"text": f"{name} works", "kind": "test", "verify_ref": f"test_{name}.test_{name}"}
+    return {f"{name}.py": module, f"test_{name}.py": test}, criterion

@@ -133,15 +133,13 @@ def test_protected_paths_and_loading_hits_both_appear_in_the_reason() -> None:
     )
 
 
-def test_a_failing_check_goes_back_to_the_executor_with_the_hold_in_its_findings() -> None:
+def test_what_the_verifier_cannot_read_holds_even_a_failing_run_and_other_holds_ride_along() -> None:
+    # An unreadable file changes what a run is built from: a human's call whatever the run says.
     failing = CriterionResult(result=Evidence.FAIL, detail="1 test failed", source=_passed(REF).source)
     out = _decide({"AC-1.2": failing}, exit_code=1, loading=[HIDDEN_PYC])
-    assert (out.verdict, out.why_human, out.held) == (Verdict.FAILED, None, [])
-    assert out.summary == "1 check failed: unit; 1 criterion without positive evidence: AC-1.2"
-    assert out.findings[-1].startswith(
-        "also held for a human: the submission adds files the verifier cannot read"
-    )
-    # and a stubbed pass on a run whose check fails is the executor's failure too
+    assert (out.verdict, out.why_human) == (Verdict.NEEDS_HUMAN, WhyHuman.HELD)
+    assert out.summary.startswith("the submission adds files the verifier cannot read"), out.summary
+    # but a stubbed pass on a run whose check fails is the executor's failure, the hold named
     out = _decide({"AC-1.2": _passed(REF, Evidence.PASS)}, exit_code=1)
     assert out.verdict is Verdict.FAILED
     assert out.findings[-1] == f"also held for a human: {STUB_REASON}"

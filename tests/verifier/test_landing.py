@@ -18,19 +18,20 @@ import pytest
 
 from tests.mcp.events import MODERN
 from tests.mcp.live import Live, agent, run
-from tests.support.conf_project import CONF, CONF_TEST, RENAME, RENAMED, RENAMED_TEST, USE, USES, on_branch
+from tests.support.conf_project import (
+    CONF,
+    CONF_TEST,
+    RENAME,
+    RENAMED,
+    RENAMED_TEST,
+    USE,
+    USE_PY,
+    USES,
+    on_branch,
+    own_change,
+)
 from tests.support.users import IS_ROOT, NOBODY, ensure_user
 from tests.verifier.support import PYTEST_CHECK, TASKGATE, Gate, Repo, git, pytest_config
-
-
-def own_test(name: str) -> tuple[dict[str, str], dict[str, Any]]:
-    body = f"def test_{name}():\n    assert '{name}'.isalpha()\n"
-    return {f"test_{name}.py": body}, {
-        "text": f"{name} works",
-        "kind": "test",
-        "verify_ref": f"test_{name}.test_{name}",
-        "guard": True,
-    }
 
 
 def bare_gate(live: Live, tmp_path: Path, **config: Any) -> tuple[Gate, Path]:
@@ -91,15 +92,17 @@ def passes_at(bare: Path, commit: str, where: Path) -> bool:
 def test_accepted_work_lands_in_order_and_the_one_that_breaks_goes_back(live: Live, tmp_path: Path) -> None:
     gate, bare = bare_gate(live, tmp_path)
     fork = git(bare, "rev-parse", "main")
-    alpha = submitted(gate, "alpha", fork, own_test("alpha"))
+    alpha = submitted(gate, "alpha", fork, own_change("alpha"))
     rename = submitted(gate, "rename", fork, ({"conf.py": RENAMED, "test_conf.py": RENAMED_TEST}, RENAME))
-    gamma = submitted(gate, "gamma", fork, own_test("gamma"))
-    use = submitted(gate, "use", fork, ({"test_use.py": USES}, USE))  # passes alone; not after rename
+    gamma = submitted(gate, "gamma", fork, own_change("gamma"))
+    use = submitted(
+        gate, "use", fork, ({"use.py": USE_PY, "test_use.py": USES}, USE)
+    )  # passes alone; not after rename
     ids = [alpha, rename, gamma, use]
     assert sorted((x["task_id"], x["verdict"]) for x in gate.verify_json()) == sorted(
         (t, "passed") for t in ids
     )
-    spec = gate.spec([own_test("later")[1]])
+    spec = gate.spec([own_change("later")[1]])
     dep = live.ok(
         "POST",
         f"/api/projects/{gate.project}/tasks",
@@ -231,8 +234,8 @@ def test_a_tip_moved_by_someone_else_mid_step_is_built_again_never_forced(live: 
     gate, bare = bare_gate(live, tmp_path)
     gate.configure({"check_timeout_minutes": 2, "checks": {"unit": check}, "land": True})
     fork = git(bare, "rev-parse", "main")
-    one = submitted(gate, "one", fork, own_test("one"))
-    two = submitted(gate, "two", fork, own_test("two"))
+    one = submitted(gate, "one", fork, own_change("one"))
+    two = submitted(gate, "two", fork, own_change("two"))
     assert [x["verdict"] for x in gate.verify_json()] == ["passed", "passed"]
     for tid in (one, two):
         accept(live, tid)
@@ -279,7 +282,7 @@ def test_a_tip_moved_by_someone_else_mid_step_is_built_again_never_forced(live: 
 def test_two_verifiers_racing_on_one_queue_land_each_entry_once(live: Live, tmp_path: Path) -> None:
     gate, bare = bare_gate(live, tmp_path)
     fork = git(bare, "rev-parse", "main")
-    ids = [submitted(gate, n, fork, own_test(n)) for n in ("red", "green", "blue")]
+    ids = [submitted(gate, n, fork, own_change(n)) for n in ("red", "green", "blue")]
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"] * 3
     for tid in ids:
         accept(live, tid)
@@ -313,7 +316,7 @@ def test_a_local_repository_with_main_checked_out_takes_the_push_only_over_a_cle
     )
     gate = Gate.create(live, repo, {**pytest_config(), "land": True})
     fork = git(repo.path, "rev-parse", "HEAD")
-    files, criterion = own_test("local")
+    files, criterion = own_change("local")
     tid = gate.task([criterion])
     gate.submit(tid, on_branch(repo, "local", fork, files))
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]
@@ -351,7 +354,7 @@ def test_a_root_verifier_never_updates_a_work_tree_of_another_user(live: Live, t
     gate = Gate.create(live, repo, {**pytest_config(), "land": True})
     fork = git(repo.path, "rev-parse", "HEAD")
     planted = tmp_path / "ran-as-root"
-    files, criterion = own_test("owned")
+    files, criterion = own_change("owned")
     tid = gate.task([criterion])
     gate.submit(tid, on_branch(repo, "owned", fork, {**files, ".gitattributes": "* filter=evil\n"}))
     assert [x["verdict"] for x in gate.verify_json()] == ["passed"]

@@ -424,9 +424,18 @@ def added_lines(co: Checkout, base: Baseline, paths: Sequence[str]) -> dict[str,
     if not paths:
         return {}
     old = base.commit or co.git("hash-object", "-t", "tree", "/dev/null", cwd=co.path)
+    return {p: lines for p, lines in changed_lines(co, old, paths).items() if lines}
+
+
+def changed_lines(
+    co: Checkout, against: str, paths: Sequence[str], *, deletions: bool = False
+) -> dict[str, frozenset[int]]:
+    """The numbers (1-based) of the lines each of `paths` adds or changes against `against`: git's
+    zero-context diff, its hunks' new-side ranges. `deletions`: a hunk that only deletes marks the
+    line before it (so the function it was cut from counts as changed)."""
     diff = co.git(
         "-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
-        "--src-prefix=a/", "--dst-prefix=b/", old, "HEAD", "--", *paths, cwd=co.path,
+        "--src-prefix=a/", "--dst-prefix=b/", against, "HEAD", "--", *paths, cwd=co.path,
     )  # fmt: skip
     out: dict[str, set[int]] = {}
     current: set[int] | None = None
@@ -436,8 +445,8 @@ def added_lines(co: Checkout, base: Baseline, paths: Sequence[str]) -> dict[str,
             current = out.setdefault(name[2:], set()) if name.startswith("b/") else None
         elif current is not None and (m := _HUNK.match(line)):
             start, count = int(m.group(1)), int(m.group(2) or "1")
-            current.update(range(start, start + count))
-    return {p: frozenset(lines) for p, lines in out.items() if lines}
+            current.update(range(start, start + count) if count else ([start] if deletions and start else []))
+    return {p: frozenset(lines) for p, lines in out.items()}
 
 
 def read_committed(co: Checkout, path: str) -> str | None:

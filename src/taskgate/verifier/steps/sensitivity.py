@@ -27,13 +27,12 @@ from taskgate.domain.testdefs import (
     is_test_side,
 )
 from taskgate.verifier.checking import criteria_evidence, read_reports, run_checks
-from taskgate.verifier.checkout import CheckoutError, read_committed
+from taskgate.verifier.checkout import CheckoutError, changed_lines, read_committed
 from taskgate.verifier.state import RunError, RunState, StubbedTree
 
 # What these extra runs are, on their progress lines: failing here is what an honest change does.
 STUBBED = " (changed functions stubbed out: expected to fail)"
 NO_FUNCTION = "the change touches no function (a constant, a data file): the check did not apply"
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 # Directories never walked for test files: what is installed, not the project's tests.
 _SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "site-packages", "__pycache__"})
 
@@ -107,26 +106,11 @@ def _prepare(state: RunState) -> None:
 
 
 def _changed_lines(state: RunState, against: str | None, paths: list[str]) -> dict[str, frozenset[int]]:
-    """The new side's lines each path adds or changes against `against` (git's zero-context
-    diff); a hunk that only deletes marks the line before it, so the function it was cut from
-    counts as changed."""
-    co = state.checkout
+    """The new side's lines each path adds or changes against `against`; a hunk that only
+    deletes marks the line before it, so the function it was cut from counts as changed."""
     if not paths or against is None:
         return {}
-    diff = co.git(
-        "-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames",
-        "--src-prefix=a/", "--dst-prefix=b/", against, "HEAD", "--", *paths, cwd=co.path,
-    )  # fmt: skip
-    out: dict[str, set[int]] = {}
-    current: set[int] | None = None
-    for line in diff.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:]
-            current = out.setdefault(name[2:], set()) if name.startswith("b/") else None
-        elif current is not None and (m := _HUNK.match(line)):
-            start, count = int(m.group(1)), int(m.group(2) or "1")
-            current.update(range(start, start + count) if count else ([start] if start else []))
-    return {p: frozenset(found) for p, found in out.items()}
+    return changed_lines(state.checkout, against, paths, deletions=True)
 
 
 def _keep_named_tests(tree: Path, criteria: list[Criterion], into: list[str]) -> list[str]:
