@@ -28,7 +28,7 @@ idempotency tokens: what already started is not started again).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,9 +86,11 @@ class BaseMove:
     version: int
 
 
-def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
-    """The move a stream record of a project's BASE-MOVED item announces, or None if the record
-    is no such thing."""
+def _project_item(
+    raw: Mapping[str, Any], key: Callable[[str], tuple[str, str]]
+) -> tuple[str, Mapping[str, Any]] | None:
+    """The project and new image of a stream record that writes the project's item `key` names
+    (an insert or a change), or None if the record is no such thing."""
     if raw.get("eventName") not in ("INSERT", "MODIFY"):
         return None
     new = (raw.get("dynamodb") or {}).get("NewImage")
@@ -96,8 +98,18 @@ def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
         return None
     pk, sk = str((new.get("PK") or {}).get("S", "")), str((new.get("SK") or {}).get("S", ""))
     project = pk.removeprefix(records.project_pk(""))
-    if not project or pk == project or (pk, sk) != records.base_moved_key(project):
+    if not project or pk == project or (pk, sk) != key(project):
         return None
+    return project, new
+
+
+def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
+    """The move a stream record of a project's BASE-MOVED item announces, or None if the record
+    is no such thing."""
+    found = _project_item(raw, records.base_moved_key)
+    if found is None:
+        return None
+    project, new = found
     try:
         return BaseMove(project=project, tip=str(body.decode(new)["tip"]), version=int(new["V"]["N"]))
     except (KeyError, TypeError, ValueError) as exc:
@@ -107,15 +119,10 @@ def base_move(raw: Mapping[str, Any]) -> BaseMove | None:
 def queue_changed(raw: Mapping[str, Any]) -> tuple[str, int] | None:
     """The project and version of a stream record of a project's LANDING item (its landing
     queue), or None if the record is no such thing."""
-    if raw.get("eventName") not in ("INSERT", "MODIFY"):
+    found = _project_item(raw, records.landing_key)
+    if found is None:
         return None
-    new = (raw.get("dynamodb") or {}).get("NewImage")
-    if not isinstance(new, Mapping):
-        return None
-    pk, sk = str((new.get("PK") or {}).get("S", "")), str((new.get("SK") or {}).get("S", ""))
-    project = pk.removeprefix(records.project_pk(""))
-    if not project or pk == project or (pk, sk) != records.landing_key(project):
-        return None
+    project, new = found
     try:
         return project, int(new["V"]["N"])
     except (KeyError, TypeError, ValueError) as exc:

@@ -35,7 +35,7 @@ from taskgate.domain.text import TAIL_CHARS, plain
 from taskgate.service import records, review
 from taskgate.service.context import Context, event, put_event, put_task
 from taskgate.service.transitions import move
-from taskgate.service.verification import RUN_GRACE_MINUTES
+from taskgate.service.verification import RUN_GRACE_MINUTES, refuse_self_verify
 from taskgate.store.port import Check, Delete, Item, Put
 from taskgate.store.port import Op as StoreOp
 
@@ -254,11 +254,7 @@ def start_step(ctx: Context, who: Acting, project_name: str, batch_id: str) -> S
     entries = []
     for tid in tasks:
         task = ctx.task(tid)
-        sub = task.last_submission()
-        if sub is not None and sub.credential_id == who.credential_id:
-            raise TaskgateError(
-                ErrorCode.SELF_VERIFY, "a verifier may not verify work submitted with its own key"
-            )
+        refuse_self_verify(who, task.last_submission())
         spec = _spec_of(ctx, task)
         held = rules.judged(criteria_of(task, spec))
         criteria[tid] = held

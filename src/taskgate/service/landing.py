@@ -39,7 +39,7 @@ from taskgate.domain.verifier_config import VerifierConfig
 from taskgate.service import attestations, cascades, records, staleness
 from taskgate.service.context import Context, put_event, put_task
 from taskgate.service.transitions import move
-from taskgate.service.verification import RUN_GRACE_MINUTES
+from taskgate.service.verification import RUN_GRACE_MINUTES, refuse_self_verify
 from taskgate.store.port import Item, Put
 from taskgate.store.port import Op as StoreOp
 
@@ -267,11 +267,7 @@ def start_step(ctx: Context, who: Acting, project_name: str) -> dict[str, Any]:
     tasks = []
     for e in head:
         task = ctx.task(e.task_id)
-        sub = task.last_submission()
-        if sub is not None and sub.credential_id == who.credential_id:
-            raise TaskgateError(
-                ErrorCode.SELF_VERIFY, "a verifier may not land work submitted with its own key"
-            )
+        refuse_self_verify(who, task.last_submission(), "land")
         spec = _spec_of(ctx, task)
         held = together.judged(criteria_of(task, spec))
         tasks.append(

@@ -27,6 +27,7 @@ from taskgate.domain.models import (
     Spec,
     SpecStatus,
     Status,
+    Submission,
     Task,
     VerificationRun,
 )
@@ -51,6 +52,14 @@ class RunStarted:
     task: Task
     spec: Spec | None
     work: dict[str, Any]
+
+
+def refuse_self_verify(who: Acting, submission: Submission | None, doing: str = "verify") -> None:
+    """A verifier never judges, nor lands, work submitted with its own key."""
+    if submission is not None and submission.credential_id == who.credential_id:
+        raise TaskgateError(
+            ErrorCode.SELF_VERIFY, f"a verifier may not {doing} work submitted with its own key"
+        )
 
 
 def _run_of(ctx: Context, task_id: str, run_id: str) -> VerificationRun:
@@ -245,10 +254,7 @@ def start(ctx: Context, who: Acting, *, task_id: str) -> RunStarted:
     attempt = task.current_attempt()
     if submission is None or attempt is None:
         raise TaskgateError(ErrorCode.WRONG_STATE, f"{task_id} has no submission")
-    if submission.credential_id == who.credential_id:
-        raise TaskgateError(
-            ErrorCode.SELF_VERIFY, "a verifier may not verify work submitted with its own key"
-        )
+    refuse_self_verify(who, submission)
     task = _close_if_abandoned(ctx, task, project)
     if task.status is not Status.NEEDS_VERIFICATION and not reverify:  # that error was its third in a row
         raise TaskgateError(
